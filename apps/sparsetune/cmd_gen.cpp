@@ -1,0 +1,5 @@
+#include "commands.hpp"
+
+namespace sparsetune::cli {
+void RegisterGen(CLI::App& app, Context& context) {}
+}  // namespace sparsetune::cli

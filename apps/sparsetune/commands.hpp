@@ -1,0 +1,16 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace sparsetune::cli {
+
+// Each subcommand registers its options and a callback that runs it. A callback signals bad
+// input by throwing InputError (exit 2) and sets `exit_code` for other non-zero outcomes.
+struct Context {
+  int exit_code = 0;
+};
+
+void RegisterInfo(CLI::App& app, Context& context);
+void RegisterGen(CLI::App& app, Context& context);
+
+}  // namespace sparsetune::cli

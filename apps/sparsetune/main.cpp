@@ -1,0 +1,32 @@
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "base/errors.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"sparsetune: an offline autotuner for sparse tensor kernels on CPUs", "sparsetune"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  sparsetune::cli::Context context;
+  sparsetune::cli::RegisterInfo(app, context);
+  sparsetune::cli::RegisterGen(app, context);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help or the usage error
+    return code == 0 ? 0 : 2;
+  } catch (const sparsetune::InputError& e) {
+    std::fprintf(stderr, "sparsetune: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "sparsetune: internal error: out of memory\n");
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsetune: internal error: %s\n", e.what());
+    return 3;
+  }
+  return context.exit_code;
+}

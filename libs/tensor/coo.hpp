@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sparsetune {
+
+enum class Symmetry { kGeneral, kSymmetric, kSkewSymmetric, kHermitian };
+const char* SymmetryName(Symmetry symmetry);
+
+// A sparse tensor of any order in coordinate form, 0-based. Canonical once Canonicalize() has run:
+// entries sorted lexicographically by coordinates (mode 0 first), no duplicates.
+struct CooTensor {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int32_t>> coords;  // coords[mode][entry]
+  std::vector<double> values;                // values[entry]
+
+  // What the source declared; the entries are already expanded to the full tensor.
+  Symmetry symmetry = Symmetry::kGeneral;
+  bool pattern_only = false;       // the source had no values; every value is 1
+  int64_t duplicates_summed = 0;   // entries merged by Canonicalize()
+  int64_t explicit_zeros = 0;      // stored entries whose value is 0 (kept as entries)
+
+  int order() const { return static_cast<int>(dims.size()); }
+  int64_t nnz() const { return static_cast<int64_t>(values.size()); }
+
+  // Allocates `order` empty coordinate arrays with room for `capacity` entries.
+  void Reset(std::vector<int64_t> new_dims, int64_t capacity = 0);
+  void Append(const int32_t* coordinate, double value);
+
+  // Sorts the entries and sums duplicates (counted in duplicates_summed).
+  void Canonicalize();
+  bool IsCanonical() const;
+};
+
+// Largest dimension a coordinate may address: coordinates are stored as int32.
+constexpr int64_t kMaxDimension = 2147483647;
+
+}  // namespace sparsetune

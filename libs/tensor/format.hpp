@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sparsetune {
+
+// Level format of one storage level: U (dense range) or C (pos/crd).
+enum class LevelKind : uint8_t { kDense, kCompressed };
+// Which part of a (possibly split) mode a level stores: i -> (i1 = i / s, i0 = i % s).
+enum class SplitPart : uint8_t { kWhole, kOuter, kInner };
+
+struct LevelSpec {
+  int mode = 0;
+  SplitPart part = SplitPart::kWhole;
+  LevelKind kind = LevelKind::kDense;
+  bool operator==(const LevelSpec& o) const {
+    return mode == o.mode && part == o.part && kind == o.kind;
+  }
+};
+
+// How a sparse tensor is stored: a split size per mode (1 = unsplit) and a hierarchy of levels
+// over the split modes, outer to inner. CSR is {i:U, k:C}; BCSR {i1:U, k1:C, i0:U, k0:U}.
+struct StorageFormat {
+  std::vector<int64_t> split;
+  std::vector<LevelSpec> levels;
+
+  static StorageFormat Csr();
+  static StorageFormat Csf(int order);  // all levels compressed, mode order
+  // Level extent for the given tensor dims: whole -> dim, outer -> ceil(dim/s), inner -> s.
+  int64_t LevelExtent(int level, const std::vector<int64_t>& dims) const;
+  // Empty when the format is well formed for these dims, else the reason.
+  std::string Check(const std::vector<int64_t>& dims) const;
+  // "i1:U k1:C i0:U k0:U" with the given mode names.
+  std::string Describe(const std::vector<std::string>& mode_names) const;
+  bool operator==(const StorageFormat& o) const { return split == o.split && levels == o.levels; }
+};
+
+// Coordinate of a mode value within a level.
+inline int64_t LevelCoordinate(int64_t value, SplitPart part, int64_t split) {
+  return part == SplitPart::kWhole ? value : part == SplitPart::kOuter ? value / split
+                                                                       : value % split;
+}
+
+}  // namespace sparsetune

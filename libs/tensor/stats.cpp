@@ -1,0 +1,153 @@
+#include "tensor/stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "base/errors.hpp"
+
+namespace sparsetune {
+
+namespace {
+
+void ComputeRowStats(const CooTensor& t, PatternStats& s) {
+  const int64_t rows = t.dims.empty() ? 0 : t.dims[0];
+  std::vector<int64_t> lengths(rows, 0);
+  for (int32_t r : t.coords[0]) ++lengths[r];
+  if (rows == 0) return;
+  s.row_min = *std::min_element(lengths.begin(), lengths.end());
+  s.row_max = *std::max_element(lengths.begin(), lengths.end());
+  s.row_mean = double(t.nnz()) / double(rows);
+  double sq = 0;
+  for (int64_t len : lengths) {
+    sq += (len - s.row_mean) * (len - s.row_mean);
+    if (len == 0) ++s.empty_rows;
+    int bucket = 0;
+    while (bucket < 62 && (int64_t(1) << bucket) <= len) ++bucket;
+    if (bucket >= static_cast<int>(s.row_histogram.size())) s.row_histogram.resize(bucket + 1, 0);
+    ++s.row_histogram[bucket];
+  }
+  s.row_stddev = std::sqrt(sq / double(rows));
+}
+
+void ComputePrefixCounts(const CooTensor& t, PatternStats& s) {
+  const int order = t.order();
+  s.prefix_nnz.assign(order, 0);
+  for (int64_t e = 0; e < t.nnz(); ++e) {
+    // The first mode where this entry differs from the previous one starts new prefixes there
+    // and at every deeper level.
+    int first = 0;
+    if (e > 0) {
+      while (first < order && t.coords[first][e] == t.coords[first][e - 1]) ++first;
+    }
+    for (int l = first; l < order; ++l) ++s.prefix_nnz[l];
+  }
+}
+
+void ComputeMatrixStats(const CooTensor& t, PatternStats& s) {
+  const auto& rows = t.coords[0];
+  const auto& cols = t.coords[1];
+  const int64_t n = t.nnz();
+  int64_t diagonal = 0;
+  for (int64_t e = 0; e < n; ++e) {
+    const int64_t d = std::llabs(int64_t(rows[e]) - int64_t(cols[e]));
+    s.bandwidth = std::max(s.bandwidth, d);
+    if (d == 0) ++diagonal;
+  }
+  s.diagonal_fraction = n ? double(diagonal) / double(n) : 0;
+
+  if (t.dims[0] == t.dims[1] && n > diagonal) {
+    // Entries are sorted by (row, col); sort the transposed keys and merge.
+    std::vector<uint64_t> keys(n), transposed(n);
+    for (int64_t e = 0; e < n; ++e) {
+      keys[e] = (uint64_t(uint32_t(rows[e])) << 32) | uint32_t(cols[e]);
+      transposed[e] = (uint64_t(uint32_t(cols[e])) << 32) | uint32_t(rows[e]);
+    }
+    std::sort(transposed.begin(), transposed.end());
+    int64_t matched = 0;
+    size_t a = 0, b = 0;
+    while (a < keys.size() && b < transposed.size()) {
+      if (keys[a] < transposed[b]) {
+        ++a;
+      } else if (transposed[b] < keys[a]) {
+        ++b;
+      } else {
+        if ((keys[a] >> 32) != (keys[a] & 0xffffffffu)) ++matched;
+        ++a;
+        ++b;
+      }
+    }
+    s.pattern_symmetry = double(matched) / double(n - diagonal);
+  } else if (t.dims[0] == t.dims[1]) {
+    s.pattern_symmetry = 1.0;
+  }
+
+  // Aligned blocks: entries of one block row are contiguous in canonical order.
+  for (int bi = 0; bi < 3; ++bi) {
+    const int64_t b = kStatsBlockSizes[bi];
+    int64_t in_dense = 0, nonempty_blocks = 0;
+    std::vector<int32_t> block_cols;
+    int64_t start = 0;
+    while (start < n) {
+      const int64_t block_row = rows[start] / b;
+      int64_t end = start;
+      block_cols.clear();
+      while (end < n && rows[end] / b == block_row) block_cols.push_back(cols[end++] / b);
+      std::sort(block_cols.begin(), block_cols.end());
+      const int64_t height = std::min<int64_t>(b, t.dims[0] - block_row * b);
+      for (size_t k = 0; k < block_cols.size();) {
+        size_t run = k;
+        while (run < block_cols.size() && block_cols[run] == block_cols[k]) ++run;
+        const int64_t count = int64_t(run - k);
+        const int64_t width = std::min<int64_t>(b, t.dims[1] - int64_t(block_cols[k]) * b);
+        if (count == height * width) in_dense += count;
+        ++nonempty_blocks;
+        k = run;
+      }
+      start = end;
+    }
+    s.dense_block_fraction[bi] = n ? double(in_dense) / double(n) : 0;
+    s.block_fill[bi] = nonempty_blocks ? double(n) / double(nonempty_blocks * b * b) : 0;
+  }
+}
+
+}  // namespace
+
+PatternStats ComputePatternStats(const CooTensor& t) {
+  if (!t.IsCanonical()) throw InternalError("pattern statistics of a non-canonical tensor");
+  PatternStats s;
+  s.dims = t.dims;
+  s.nnz = t.nnz();
+  double dense_size = 1;
+  for (int64_t d : t.dims) dense_size *= double(d);
+  s.density = dense_size > 0 ? double(s.nnz) / dense_size : 0;
+  if (t.order() == 0) return s;
+  ComputeRowStats(t, s);
+  ComputePrefixCounts(t, s);
+  if (t.order() == 2) ComputeMatrixStats(t, s);
+  return s;
+}
+
+nlohmann::json PatternStatsToJson(const PatternStats& s) {
+  nlohmann::json j;
+  j["dims"] = s.dims;
+  j["nnz"] = s.nnz;
+  j["density"] = s.density;
+  j["prefix_nnz"] = s.prefix_nnz;
+  j["row_length"] = {{"min", s.row_min}, {"mean", s.row_mean}, {"max", s.row_max},
+                     {"stddev", s.row_stddev}, {"histogram_log2", s.row_histogram}};
+  j["empty_rows"] = s.empty_rows;
+  if (s.dims.size() == 2) {
+    j["bandwidth"] = s.bandwidth;
+    j["diagonal_fraction"] = s.diagonal_fraction;
+    if (s.dims[0] == s.dims[1]) j["pattern_symmetry"] = s.pattern_symmetry;
+    for (int bi = 0; bi < 3; ++bi) {
+      const std::string b = std::to_string(kStatsBlockSizes[bi]);
+      j["dense_block_fraction_" + b] = s.dense_block_fraction[bi];
+      j["block_fill_" + b] = s.block_fill[bi];
+    }
+  }
+  return j;
+}
+
+}  // namespace sparsetune

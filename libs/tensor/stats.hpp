@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tensor/coo.hpp"
+
+namespace sparsetune {
+
+// Pattern statistics of a canonical tensor. For order-2 tensors "rows" are matrix rows; for
+// higher orders they are mode-0 slices.
+struct PatternStats {
+  std::vector<int64_t> dims;
+  int64_t nnz = 0;
+  double density = 0;
+  // Distinct coordinate prefixes per level of the mode order: prefix_nnz[0] = non-empty rows
+  // (slices), prefix_nnz[order-1] = nnz. Average fiber length of level l is
+  // prefix_nnz[l] / prefix_nnz[l-1].
+  std::vector<int64_t> prefix_nnz;
+  int64_t row_min = 0, row_max = 0;
+  double row_mean = 0, row_stddev = 0;
+  int64_t empty_rows = 0;
+  // row_histogram[b] counts rows whose length lies in [2^(b-1), 2^b) (b = 0: empty rows).
+  std::vector<int64_t> row_histogram;
+
+  // Order 2 only.
+  int64_t bandwidth = 0;            // max |i - j|
+  double diagonal_fraction = 0;     // share of nonzeros with i == j
+  double pattern_symmetry = 0;      // share of off-diagonal (i,j) whose (j,i) is stored; square only
+  // Share of nonzeros inside fully dense aligned b x b blocks, and the mean fill of the
+  // non-empty aligned blocks, for b = 4, 8, 16.
+  double dense_block_fraction[3] = {0, 0, 0};
+  double block_fill[3] = {0, 0, 0};
+};
+
+constexpr int kStatsBlockSizes[3] = {4, 8, 16};
+
+PatternStats ComputePatternStats(const CooTensor& tensor);
+nlohmann::json PatternStatsToJson(const PatternStats& stats);
+
+}  // namespace sparsetune

@@ -1,0 +1,182 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tensor/coo.hpp"
+#include "tensor/fingerprint.hpp"
+#include "tensor/pack.hpp"
+#include "tensor/stats.hpp"
+
+namespace sparsetune {
+namespace {
+
+CooTensor RandomTensor(std::vector<int64_t> dims, int64_t entries, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  CooTensor t;
+  t.Reset(dims, entries);
+  std::vector<int32_t> c(dims.size());
+  for (int64_t e = 0; e < entries; ++e) {
+    for (size_t m = 0; m < dims.size(); ++m) c[m] = int32_t(rng() % uint64_t(dims[m]));
+    t.Append(c.data(), double(int64_t(rng() % 19) - 9) / 4.0 + 0.125);
+  }
+  t.Canonicalize();
+  return t;
+}
+
+TEST(Coo, CanonicalizeSortsAndSumsDuplicates) {
+  CooTensor t;
+  t.Reset({3, 3});
+  int32_t a[2] = {2, 1}, b[2] = {0, 2}, c[2] = {2, 1};
+  t.Append(a, 1.0);
+  t.Append(b, 2.0);
+  t.Append(c, 4.0);
+  t.Canonicalize();
+  ASSERT_EQ(t.nnz(), 2);
+  EXPECT_EQ(t.duplicates_summed, 1);
+  EXPECT_EQ(t.coords[0][0], 0);
+  EXPECT_EQ(t.coords[1][0], 2);
+  EXPECT_EQ(t.values[1], 5.0);
+  EXPECT_TRUE(t.IsCanonical());
+}
+
+TEST(Fingerprint, DependsOnPatternOnly) {
+  CooTensor a = RandomTensor({50, 40}, 300, 7);
+  CooTensor b = a;
+  for (double& v : b.values) v *= -3;
+  EXPECT_EQ(PatternFingerprint(a), PatternFingerprint(b));
+  // The same entries inserted in another order give the same fingerprint.
+  CooTensor c;
+  c.Reset(a.dims);
+  for (int64_t e = a.nnz() - 1; e >= 0; --e) {
+    int32_t coord[2] = {a.coords[0][e], a.coords[1][e]};
+    c.Append(coord, 1.0);
+  }
+  c.Canonicalize();
+  EXPECT_EQ(PatternFingerprint(a), PatternFingerprint(c));
+  CooTensor d = a;
+  d.coords[1][0] = (d.coords[1][0] + 1) % 40;
+  d.Canonicalize();
+  EXPECT_NE(PatternFingerprint(a), PatternFingerprint(d));
+  CooTensor e = a;
+  e.dims[0] = 51;
+  EXPECT_NE(PatternFingerprint(a), PatternFingerprint(e));
+}
+
+TEST(Stats, SmallKnownMatrix) {
+  // 4x4: full 2x2 block at the top left, diagonal entries below.
+  CooTensor t;
+  t.Reset({4, 4});
+  for (auto [i, j] : std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 2}, {3, 3}, {3, 0}}) {
+    int32_t c[2] = {i, j};
+    t.Append(c, 1.0);
+  }
+  t.Canonicalize();
+  PatternStats s = ComputePatternStats(t);
+  EXPECT_EQ(s.nnz, 7);
+  EXPECT_EQ(s.row_min, 1);
+  EXPECT_EQ(s.row_max, 2);
+  EXPECT_EQ(s.empty_rows, 0);
+  EXPECT_EQ(s.bandwidth, 3);
+  EXPECT_NEAR(s.diagonal_fraction, 4.0 / 7.0, 1e-12);
+  EXPECT_NEAR(s.pattern_symmetry, 2.0 / 3.0, 1e-12);  // (0,1),(1,0) mirrored; (3,0) not
+  EXPECT_EQ(s.prefix_nnz, (std::vector<int64_t>{4, 7}));
+  EXPECT_NEAR(s.dense_block_fraction[0], 0.0, 1e-12);  // no full 4x4 block
+}
+
+struct FormatCase {
+  std::vector<int64_t> dims;
+  StorageFormat format;
+};
+
+// Every U/C combination, level order and split of small random tensors packs and unpacks
+// back to the same entries (padding zeros aside).
+TEST(Pack, RoundTripOverRandomFormats) {
+  std::mt19937_64 rng(42);
+  int packed_count = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int order = 2 + int(rng() % 2);
+    std::vector<int64_t> dims;
+    for (int m = 0; m < order; ++m) dims.push_back(1 + int64_t(rng() % 37));
+    CooTensor t = RandomTensor(dims, 1 + int64_t(rng() % 120), rng());
+    StorageFormat f;
+    std::vector<LevelSpec> levels;
+    for (int m = 0; m < order; ++m) {
+      const int64_t s = (rng() % 2) ? 1 : 1 + int64_t(rng() % 9);
+      f.split.push_back(s);
+      if (s == 1) {
+        levels.push_back({m, SplitPart::kWhole, LevelKind::kDense});
+      } else {
+        levels.push_back({m, SplitPart::kOuter, LevelKind::kDense});
+        levels.push_back({m, SplitPart::kInner, LevelKind::kDense});
+      }
+    }
+    std::shuffle(levels.begin(), levels.end(), rng);
+    for (auto& l : levels) l.kind = (rng() % 2) ? LevelKind::kDense : LevelKind::kCompressed;
+    f.levels = levels;
+    PackOutcome outcome = Pack(t, f, (trial % 2) ? DType::kF32 : DType::kF64, 1e9);
+    ASSERT_TRUE(outcome.packed) << outcome.refusal;
+    ++packed_count;
+    CooTensor back = Unpack(*outcome.packed);
+    // Drop padding zeros, then compare.
+    CooTensor nonzero;
+    nonzero.Reset(dims);
+    std::vector<int32_t> c(order);
+    for (int64_t e = 0; e < back.nnz(); ++e) {
+      if (back.values[e] == 0) continue;
+      for (int m = 0; m < order; ++m) c[m] = back.coords[m][e];
+      nonzero.Append(c.data(), back.values[e]);
+    }
+    CooTensor expected;
+    expected.Reset(dims);
+    for (int64_t e = 0; e < t.nnz(); ++e) {
+      if (t.values[e] == 0) continue;
+      for (int m = 0; m < order; ++m) c[m] = t.coords[m][e];
+      expected.Append(c.data(), t.values[e]);
+    }
+    ASSERT_EQ(nonzero.coords, expected.coords) << f.Describe({"i", "j", "k"});
+    for (int64_t e = 0; e < expected.nnz(); ++e) {
+      ASSERT_NEAR(nonzero.values[e], expected.values[e], 1e-6);
+    }
+  }
+  EXPECT_EQ(packed_count, 400);
+}
+
+TEST(Pack, CsrArrays) {
+  CooTensor t;
+  t.Reset({3, 4});
+  for (auto [i, j] : std::vector<std::pair<int, int>>{{0, 1}, {0, 3}, {2, 0}}) {
+    int32_t c[2] = {i, j};
+    t.Append(c, i + j);
+  }
+  t.Canonicalize();
+  PackOutcome o = Pack(t, StorageFormat::Csr(), DType::kF64);
+  ASSERT_TRUE(o.packed);
+  const auto& level = o.packed->levels[1];
+  EXPECT_EQ(level.pos, (std::vector<int32_t>{0, 2, 2, 3}));
+  EXPECT_EQ(level.crd, (std::vector<int32_t>{1, 3, 0}));
+  EXPECT_EQ(o.packed->values_f64, (std::vector<double>{1, 3, 2}));
+}
+
+TEST(Pack, RefusesPaddingOverTheCap) {
+  CooTensor t = RandomTensor({1000, 1000}, 50, 3);
+  StorageFormat dense;
+  dense.split = {1, 1};
+  dense.levels = {{0, SplitPart::kWhole, LevelKind::kDense}, {1, SplitPart::kWhole, LevelKind::kDense}};
+  PackOutcome o = Pack(t, dense, DType::kF32);
+  EXPECT_FALSE(o.packed);
+  EXPECT_NE(o.refusal.find("padding cap"), std::string::npos) << o.refusal;
+  // CSR of the same hypersparse matrix is always allowed.
+  EXPECT_TRUE(Pack(t, StorageFormat::Csr(), DType::kF32).packed);
+}
+
+TEST(Pack, RejectsMalformedFormat) {
+  CooTensor t = RandomTensor({10, 10}, 5, 3);
+  StorageFormat f = StorageFormat::Csr();
+  f.split = {4, 1};  // split mode 0 but only one level for it
+  PackOutcome o = Pack(t, f, DType::kF32);
+  EXPECT_FALSE(o.packed);
+  EXPECT_NE(o.refusal.find("mode 0"), std::string::npos) << o.refusal;
+}
+
+}  // namespace
+}  // namespace sparsetune
