@@ -71,7 +71,8 @@ void RunInfo(const InfoOptions& options) {
   if (tensor.order() == 2) {
     std::printf("  bandwidth    %lld  diagonal %.3f", static_cast<long long>(stats.bandwidth),
                 stats.diagonal_fraction);
-    if (tensor.dims[0] == tensor.dims[1]) std::printf("  symmetric pattern %.3f", stats.pattern_symmetry);
+    if (tensor.dims[0] == tensor.dims[1])
+      std::printf("  symmetric pattern %.3f", stats.pattern_symmetry);
     std::printf("\n  dense blocks 4x4 %.3f  8x8 %.3f  16x16 %.3f (share of nnz)\n",
                 stats.dense_block_fraction[0], stats.dense_block_fraction[1],
                 stats.dense_block_fraction[2]);
@@ -83,7 +84,8 @@ void RunInfo(const InfoOptions& options) {
 
 void RegisterInfo(CLI::App& app, Context& context) {
   auto options = std::make_shared<InfoOptions>();
-  CLI::App* sub = app.add_subcommand("info", "Shape, nnz, row statistics and fingerprint of a file");
+  CLI::App* sub =
+      app.add_subcommand("info", "Shape, nnz, row statistics and fingerprint of a file");
   sub->add_option("FILE", options->file, "Matrix Market, SuiteSparse .tar.gz or FROSTT .tns file")
       ->required();
   sub->add_flag("--json", options->json, "One JSON object on stdout");

@@ -12,5 +12,6 @@ struct Context {
 
 void RegisterInfo(CLI::App& app, Context& context);
 void RegisterGen(CLI::App& app, Context& context);
+void RegisterRun(CLI::App& app, Context& context);
 
 }  // namespace sparsetune::cli

@@ -3,8 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "commands.hpp"
 #include "base/errors.hpp"
+#include "commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"sparsetune: an offline autotuner for sparse tensor kernels on CPUs", "sparsetune"};
@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   sparsetune::cli::Context context;
   sparsetune::cli::RegisterInfo(app, context);
   sparsetune::cli::RegisterGen(app, context);
+  sparsetune::cli::RegisterRun(app, context);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -14,7 +14,9 @@ std::string FormatLocation(const std::string& file, int64_t line, const std::str
 InputError::InputError(const std::string& cause) : std::runtime_error(cause), cause_(cause) {}
 
 InputError::InputError(const std::string& file, int64_t line, const std::string& cause)
-    : std::runtime_error(FormatLocation(file, line, cause)), file_(file), line_(line),
+    : std::runtime_error(FormatLocation(file, line, cause)),
+      file_(file),
+      line_(line),
       cause_(cause) {}
 
 }  // namespace sparsetune

@@ -10,10 +10,14 @@ namespace sparsetune {
 
 const char* SymmetryName(Symmetry symmetry) {
   switch (symmetry) {
-    case Symmetry::kGeneral: return "general";
-    case Symmetry::kSymmetric: return "symmetric";
-    case Symmetry::kSkewSymmetric: return "skew-symmetric";
-    case Symmetry::kHermitian: return "hermitian";
+    case Symmetry::kGeneral:
+      return "general";
+    case Symmetry::kSymmetric:
+      return "symmetric";
+    case Symmetry::kSkewSymmetric:
+      return "skew-symmetric";
+    case Symmetry::kHermitian:
+      return "hermitian";
   }
   return "general";
 }

@@ -18,9 +18,9 @@ struct CooTensor {
 
   // What the source declared; the entries are already expanded to the full tensor.
   Symmetry symmetry = Symmetry::kGeneral;
-  bool pattern_only = false;       // the source had no values; every value is 1
-  int64_t duplicates_summed = 0;   // entries merged by Canonicalize()
-  int64_t explicit_zeros = 0;      // stored entries whose value is 0 (kept as entries)
+  bool pattern_only = false;      // the source had no values; every value is 1
+  int64_t duplicates_summed = 0;  // entries merged by Canonicalize()
+  int64_t explicit_zeros = 0;     // stored entries whose value is 0 (kept as entries)
 
   int order() const { return static_cast<int>(dims.size()); }
   int64_t nnz() const { return static_cast<int64_t>(values.size()); }

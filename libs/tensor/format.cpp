@@ -5,14 +5,16 @@ namespace sparsetune {
 StorageFormat StorageFormat::Csr() {
   StorageFormat f;
   f.split = {1, 1};
-  f.levels = {{0, SplitPart::kWhole, LevelKind::kDense}, {1, SplitPart::kWhole, LevelKind::kCompressed}};
+  f.levels = {{0, SplitPart::kWhole, LevelKind::kDense},
+              {1, SplitPart::kWhole, LevelKind::kCompressed}};
   return f;
 }
 
 StorageFormat StorageFormat::Csf(int order) {
   StorageFormat f;
   f.split.assign(order, 1);
-  for (int m = 0; m < order; ++m) f.levels.push_back({m, SplitPart::kWhole, LevelKind::kCompressed});
+  for (int m = 0; m < order; ++m)
+    f.levels.push_back({m, SplitPart::kWhole, LevelKind::kCompressed});
   return f;
 }
 
@@ -21,9 +23,12 @@ int64_t StorageFormat::LevelExtent(int level, const std::vector<int64_t>& dims) 
   const int64_t dim = dims[spec.mode];
   const int64_t s = split[spec.mode];
   switch (spec.part) {
-    case SplitPart::kWhole: return dim;
-    case SplitPart::kOuter: return (dim + s - 1) / s;
-    case SplitPart::kInner: return s;
+    case SplitPart::kWhole:
+      return dim;
+    case SplitPart::kOuter:
+      return (dim + s - 1) / s;
+    case SplitPart::kInner:
+      return s;
   }
   return dim;
 }
@@ -31,16 +36,20 @@ int64_t StorageFormat::LevelExtent(int level, const std::vector<int64_t>& dims) 
 std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
   const int order = static_cast<int>(dims.size());
   if (static_cast<int>(split.size()) != order) {
-    return "the format has " + std::to_string(split.size()) + " split sizes for a tensor of order " +
-           std::to_string(order);
+    return "the format has " + std::to_string(split.size()) +
+           " split sizes for a tensor of order " + std::to_string(order);
   }
   std::vector<int> whole(order, 0), outer(order, 0), inner(order, 0);
   for (const LevelSpec& l : levels) {
-    if (l.mode < 0 || l.mode >= order) return "a level names mode " + std::to_string(l.mode) + " of an order-" + std::to_string(order) + " tensor";
+    if (l.mode < 0 || l.mode >= order)
+      return "a level names mode " + std::to_string(l.mode) + " of an order-" +
+             std::to_string(order) + " tensor";
     (l.part == SplitPart::kWhole ? whole : l.part == SplitPart::kOuter ? outer : inner)[l.mode]++;
   }
   for (int m = 0; m < order; ++m) {
-    if (split[m] < 1) return "split size " + std::to_string(split[m]) + " of mode " + std::to_string(m) + " is not positive";
+    if (split[m] < 1)
+      return "split size " + std::to_string(split[m]) + " of mode " + std::to_string(m) +
+             " is not positive";
     const bool split_mode = split[m] > 1;
     const bool ok = split_mode ? (whole[m] == 0 && outer[m] == 1 && inner[m] == 1)
                                : (whole[m] == 1 && outer[m] == 0 && inner[m] == 0);

@@ -39,8 +39,9 @@ struct StorageFormat {
 
 // Coordinate of a mode value within a level.
 inline int64_t LevelCoordinate(int64_t value, SplitPart part, int64_t split) {
-  return part == SplitPart::kWhole ? value : part == SplitPart::kOuter ? value / split
-                                                                       : value % split;
+  return part == SplitPart::kWhole   ? value
+         : part == SplitPart::kOuter ? value / split
+                                     : value % split;
 }
 
 }  // namespace sparsetune

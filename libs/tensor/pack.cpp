@@ -117,42 +117,51 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype, double
 }
 
 namespace {
-void UnpackLevel(const PackedTensor& p, int level, int64_t parent, std::vector<int64_t>& modes,
-                 CooTensor& out) {
-  const int num_levels = static_cast<int>(p.levels.size());
-  if (level == num_levels) {
-    std::vector<int32_t> coordinate(p.dims.size());
+void VisitLevel(const PackedTensor& p, int level, int depth, int64_t parent,
+                std::vector<int64_t>& modes,
+                const std::function<void(int64_t, const std::vector<int64_t>&)>& visit) {
+  if (level == depth) {
     for (size_t m = 0; m < p.dims.size(); ++m) {
       if (modes[m] >= p.dims[m]) return;  // padding outside the tensor
-      coordinate[m] = static_cast<int32_t>(modes[m]);
     }
-    out.Append(coordinate.data(), p.value(parent));
+    visit(parent, modes);
     return;
   }
   const PackedLevel& l = p.levels[level];
   const LevelSpec& spec = p.format.levels[level];
   const int64_t s = p.format.split[spec.mode];
-  auto visit = [&](int64_t coord, int64_t position) {
+  auto descend = [&](int64_t coord, int64_t position) {
     const int64_t saved = modes[spec.mode];
     if (spec.part == SplitPart::kWhole) modes[spec.mode] = coord;
     if (spec.part == SplitPart::kOuter) modes[spec.mode] = saved % s + coord * s;
     if (spec.part == SplitPart::kInner) modes[spec.mode] = (saved / s) * s + coord;
-    UnpackLevel(p, level + 1, position, modes, out);
+    VisitLevel(p, level + 1, depth, position, modes, visit);
     modes[spec.mode] = saved;
   };
   if (l.kind == LevelKind::kDense) {
-    for (int64_t c = 0; c < l.extent; ++c) visit(c, parent * l.extent + c);
+    for (int64_t c = 0; c < l.extent; ++c) descend(c, parent * l.extent + c);
   } else {
-    for (int64_t q = l.pos[parent]; q < l.pos[parent + 1]; ++q) visit(l.crd[q], q);
+    for (int64_t q = l.pos[parent]; q < l.pos[parent + 1]; ++q) descend(l.crd[q], q);
   }
 }
 }  // namespace
 
+void ForEachPosition(const PackedTensor& p, int depth,
+                     const std::function<void(int64_t, const std::vector<int64_t>&)>& visit) {
+  std::vector<int64_t> modes(p.dims.size(), 0);
+  VisitLevel(p, 0, depth, 0, modes, visit);
+}
+
 CooTensor Unpack(const PackedTensor& p) {
   CooTensor out;
   out.Reset(p.dims, p.stored());
-  std::vector<int64_t> modes(p.dims.size(), 0);
-  UnpackLevel(p, 0, 0, modes, out);
+  std::vector<int32_t> coordinate(p.dims.size());
+  ForEachPosition(p, static_cast<int>(p.levels.size()),
+                  [&](int64_t position, const std::vector<int64_t>& modes) {
+                    for (size_t m = 0; m < modes.size(); ++m)
+                      coordinate[m] = static_cast<int32_t>(modes[m]);
+                    out.Append(coordinate.data(), p.value(position));
+                  });
   out.Canonicalize();
   return out;
 }

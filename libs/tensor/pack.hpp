@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,12 @@ constexpr double kDefaultPaddingCap = 20.0;
 // Packs a canonical COO tensor into the format: explicit zeros where U levels need them.
 PackOutcome Pack(const CooTensor& tensor, const StorageFormat& format, DType dtype,
                  double padding_cap = kDefaultPaddingCap);
+
+// Calls visit(position, mode_coordinates) for every position of level `depth - 1` (depth 0: the
+// single root position) whose coordinates lie inside the tensor; modes with no level among the
+// first `depth` levels read 0.
+void ForEachPosition(const PackedTensor& packed, int depth,
+                     const std::function<void(int64_t, const std::vector<int64_t>&)>& visit);
 
 // Every stored position inside the tensor's bounds, padding zeros included, as a canonical COO.
 CooTensor Unpack(const PackedTensor& packed);

@@ -134,8 +134,11 @@ nlohmann::json PatternStatsToJson(const PatternStats& s) {
   j["nnz"] = s.nnz;
   j["density"] = s.density;
   j["prefix_nnz"] = s.prefix_nnz;
-  j["row_length"] = {{"min", s.row_min}, {"mean", s.row_mean}, {"max", s.row_max},
-                     {"stddev", s.row_stddev}, {"histogram_log2", s.row_histogram}};
+  j["row_length"] = {{"min", s.row_min},
+                     {"mean", s.row_mean},
+                     {"max", s.row_max},
+                     {"stddev", s.row_stddev},
+                     {"histogram_log2", s.row_histogram}};
   j["empty_rows"] = s.empty_rows;
   if (s.dims.size() == 2) {
     j["bandwidth"] = s.bandwidth;

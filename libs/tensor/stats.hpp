@@ -26,9 +26,9 @@ struct PatternStats {
   std::vector<int64_t> row_histogram;
 
   // Order 2 only.
-  int64_t bandwidth = 0;            // max |i - j|
-  double diagonal_fraction = 0;     // share of nonzeros with i == j
-  double pattern_symmetry = 0;      // share of off-diagonal (i,j) whose (j,i) is stored; square only
+  int64_t bandwidth = 0;         // max |i - j|
+  double diagonal_fraction = 0;  // share of nonzeros with i == j
+  double pattern_symmetry = 0;   // share of off-diagonal (i,j) whose (j,i) is stored; square only
   // Share of nonzeros inside fully dense aligned b x b blocks, and the mean fill of the
   // non-empty aligned blocks, for b = 4, 8, 16.
   double dense_block_fraction[3] = {0, 0, 0};

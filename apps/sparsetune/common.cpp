@@ -1,0 +1,74 @@
+#include "common.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "base/errors.hpp"
+#include "ir/kernels.hpp"
+
+namespace sparsetune::cli {
+
+void AddKernelOptions(CLI::App* sub, KernelOptions& o, bool) {
+  auto* kernel = sub->add_option("--kernel,-k", o.kernel, "Named kernel: " + KnownKernelNames());
+  auto* expr =
+      sub->add_option("--expr,-e", o.expr, "Index notation, e.g. \"y(i) = A(i,k) * x(k)\"");
+  kernel->excludes(expr);
+  expr->excludes(kernel);
+  sub->add_option("--sparse", o.sparse,
+                  "With --expr: the sparse operand (default: first on the right)");
+  sub->add_flag("--sparse-output", o.sparse_output,
+                "With --expr: the output is sparse over the sparse operand's leading indices");
+  sub->add_option("--dense", o.dense, "Dense index sizes, e.g. --dense j=256 or k=16,l=16")
+      ->take_all();
+  sub->add_option("--dtype", o.dtype, "Value type: f32 (default) or f64")
+      ->check(CLI::IsMember({"f32", "f64"}));
+}
+
+ResolvedKernel ResolveKernel(const KernelOptions& o) {
+  ResolvedKernel r;
+  if (o.kernel.empty() == o.expr.empty())
+    throw InputError("give exactly one of --kernel and --expr");
+  std::map<std::string, int64_t> overrides = ParseDenseSizes(o.dense);
+  if (!o.kernel.empty()) {
+    const KernelDef* def = FindKernel(o.kernel);
+    if (!def)
+      throw InputError("unknown kernel '" + o.kernel + "' (known: " + KnownKernelNames() + ")");
+    if (!o.sparse.empty() || o.sparse_output)
+      throw InputError("--sparse and --sparse-output go with --expr");
+    r.name = def->name;
+    r.expression = KernelExpression(def->name);
+    r.dense_sizes = def->dense_defaults;
+  } else {
+    r.name = "expr";
+    r.expression = BuildExpression(o.expr, "--expr \"" + o.expr + "\"", o.sparse,
+                                   o.sparse_output ? SparseOutput::kYes : SparseOutput::kAuto);
+  }
+  for (const auto& [index, size] : overrides) r.dense_sizes[index] = size;
+  r.dtype = o.dtype == "f64" ? DType::kF64 : DType::kF32;
+  return r;
+}
+
+nlohmann::json ReadJsonFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, 0, "cannot open the file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    int64_t line = 1;
+    for (size_t k = 0; k < e.byte && k < text.size(); ++k) line += text[k] == '\n';
+    std::string cause = e.what();
+    const size_t colon = cause.find("syntax error");
+    if (colon != std::string::npos) cause = cause.substr(colon);
+    throw InputError(path, line, "invalid JSON: " + cause);
+  }
+}
+
+Schedule LoadSchedule(const std::string& spec, const Expression& expression) {
+  if (spec.empty() || spec == "default") return FixedCsrSchedule(expression);
+  return Schedule::FromJson(ReadJsonFile(spec), spec);
+}
+
+}  // namespace sparsetune::cli

@@ -1,0 +1,95 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/expression.hpp"
+#include "ir/schedule.hpp"
+#include "tensor/format.hpp"
+
+namespace sparsetune {
+
+// The loop-nest IR that every schedule lowers into, whether a WACO SuperSchedule (one chain of
+// split loops) or a SparseAuto branched iteration graph (a tree of loop chains joined by where
+// nodes). It is still index-level: codegen decides how addresses are computed.
+
+// A loop variable after splitting: index i, or its parts i1 = i / s and i0 = i % s.
+struct LoopVar {
+  std::string name;
+  std::string index;
+  SplitPart part = SplitPart::kWhole;
+};
+
+enum class LoopKind {
+  kDense,   // a plain range over the variable
+  kLevelU,  // a U level of the sparse operand: a range that also advances its position
+  kLevelC,  // a C level of the sparse operand: pos/crd iteration
+};
+
+// A dense temporary of a where node (a scalar when it has no indices).
+struct Temporary {
+  std::string name;
+  std::vector<std::string> indices;
+  bool per_thread = false;  // declared inside a parallel loop: one copy per thread
+  bool scalar() const { return indices.empty(); }
+};
+
+// What a compute reads or writes: an expression tensor or a temporary, with its indices.
+struct NestAccess {
+  int tensor = -1;  // Expression::tensors id, or -1 for a temporary
+  int temp = -1;    // LoopNest::temps id
+  std::vector<std::string> indices;
+};
+
+struct NestNode {
+  enum class Kind { kLoop, kWhere, kReduce, kCompute };
+  Kind kind = Kind::kCompute;
+
+  // kLoop
+  LoopVar var;
+  LoopKind loop_kind = LoopKind::kDense;
+  int level = -1;                 // sparse level for kLevelU / kLevelC
+  bool parallel = false;          // OpenMP work-sharing loop (dynamic schedule)
+  bool simd = false;              // innermost loop: #pragma omp simd
+  std::vector<int> thread_temps;  // parallel loops: temporaries allocated per thread
+
+  // kWhere: children[0] is the producer, children[1] the consumer.
+  int temp = -1;
+
+  // kReduce (sums its body into accumulator `accumulator`, then updates `lhs`) and kCompute
+  // (updates `lhs`, or adds into `accumulator` when that is set).
+  NestAccess lhs;
+  std::vector<NestAccess> factors;  // kCompute only
+  int accumulator = -1;
+  bool assign = false;  // overwrite instead of accumulate (each element written once)
+  bool atomic = false;  // several threads may update the same element
+
+  std::vector<std::unique_ptr<NestNode>> children;
+};
+
+struct LoopNest {
+  Expression expression;
+  Schedule schedule;                      // canonical
+  std::map<std::string, int64_t> splits;  // every index, 1 when unsplit
+  StorageFormat storage;                  // how the sparse operand must be packed
+  std::vector<LoopVar> level_vars;        // per storage level
+  std::vector<Temporary> temps;
+  int num_accumulators = 0;
+  bool zero_output = true;  // the kernel clears its output before accumulating
+  std::unique_ptr<NestNode> root;
+
+  // Indented text of the nest, for --explain and tests.
+  std::string ToString() const;
+};
+
+// Lowering succeeds or gives the reason the schedule is invalid for the expression.
+struct LowerOutcome {
+  std::unique_ptr<LoopNest> nest;
+  std::string error;
+};
+
+LowerOutcome Lower(const Expression& expression, const Schedule& schedule);
+
+}  // namespace sparsetune

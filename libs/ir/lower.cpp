@@ -1,0 +1,659 @@
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "base/errors.hpp"
+#include "ir/loop_nest.hpp"
+
+namespace sparsetune {
+
+namespace {
+
+// Unwinds lowering with the reason a schedule does not apply.
+struct Invalid {
+  std::string reason;
+};
+
+[[noreturn]] void Fail(const std::string& reason) {
+  throw Invalid{reason};
+}
+
+bool Contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+std::string Join(const std::vector<std::string>& items, const char* sep = ",") {
+  std::string out;
+  for (size_t k = 0; k < items.size(); ++k) out += (k ? sep : "") + items[k];
+  return out;
+}
+
+// Information gathered about each compute while walking the tree.
+struct ComputeSite {
+  NestNode* compute = nullptr;
+  NestNode* update = nullptr;           // the node that writes lhs: the compute or its reduce
+  std::vector<NestNode*> loops;         // enclosing loops, outer to inner
+  std::vector<NestNode*> update_loops;  // loops enclosing the update point
+  bool in_producer_of_output = false;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const Expression& e, const Schedule& s) : e_(e), s_(s) { s_.Canonicalize(); }
+
+  std::unique_ptr<LoopNest> Run() {
+    nest_ = std::make_unique<LoopNest>();
+    nest_->expression = e_;
+    ResolveVariables();
+    ResolveFormat();
+    std::vector<int> scope;
+    nest_->root = BuildSection(s_.root, scope, /*is_root=*/true, /*producer_of=*/-1);
+    std::vector<NestNode*> stack;
+    Walk(nest_->root.get(), stack);
+    CheckUses();
+    MarkSparseLevels();
+    CheckSparseOutput();
+    CheckTemporaries();
+    MarkParallel();
+    MarkAtomicsAndAssign();
+    MarkSimd(nest_->root.get());
+    nest_->schedule = s_;
+    return std::move(nest_);
+  }
+
+ private:
+  // ---- variables and format ----------------------------------------------------------------
+
+  void ResolveVariables() {
+    for (const auto& [index, size] : s_.splits) {
+      if (e_.IndexId(index) < 0)
+        Fail("split of " + index + ": the expression has no index " + index);
+    }
+    for (const auto& index : e_.indices) {
+      const int64_t split = s_.SplitOf(index);
+      nest_->splits[index] = split;
+      std::vector<SplitPart> parts =
+          split > 1 ? std::vector<SplitPart>{SplitPart::kOuter, SplitPart::kInner}
+                    : std::vector<SplitPart>{SplitPart::kWhole};
+      for (SplitPart part : parts) {
+        LoopVar v{SplitVarName(index, part), index, part};
+        if (split > 1 && e_.IndexId(v.name) >= 0) {
+          Fail("index " + index + " is split into " + v.name + ", which is also an index name");
+        }
+        vars_[v.name] = v;
+        parts_[index].push_back(v.name);
+      }
+    }
+  }
+
+  const LoopVar& Var(const std::string& name, const std::string& where) {
+    auto it = vars_.find(name);
+    if (it == vars_.end()) {
+      std::string hint;
+      for (const auto& [index, parts] : parts_) {
+        if (name == index && parts.size() == 2)
+          hint = " (" + index + " is split: use " + Join(parts) + ")";
+        if (parts.size() == 1 && (name == index + "1" || name == index + "0")) {
+          hint = " (" + index + " is not split)";
+        }
+      }
+      Fail(where + " names an unknown loop variable " + name + hint);
+    }
+    return it->second;
+  }
+
+  void ResolveFormat() {
+    const TensorInfo& sparse = e_.sparse_input();
+    std::vector<std::string> expected;
+    for (const auto& index : sparse.indices) {
+      for (const auto& v : parts_[index]) expected.push_back(v);
+    }
+    StorageFormat f;
+    for (const auto& index : sparse.indices) f.split.push_back(nest_->splits[index]);
+    std::vector<std::string> seen;
+    for (const auto& [name, kind] : s_.format) {
+      const LoopVar& v = Var(name, "the format");
+      auto mode = std::find(sparse.indices.begin(), sparse.indices.end(), v.index);
+      if (mode == sparse.indices.end()) {
+        Fail("the format names " + name + ", but " + v.index +
+             " is not an index of the sparse operand " + sparse.name);
+      }
+      if (Contains(seen, name)) Fail("the format lists " + name + " twice");
+      seen.push_back(name);
+      f.levels.push_back({int(mode - sparse.indices.begin()), v.part, kind});
+      nest_->level_vars.push_back(v);
+    }
+    for (const auto& name : expected) {
+      if (!Contains(seen, name)) {
+        Fail("the format of " + sparse.name + " has no level for " + name + " (it needs one per " +
+             "variable: " + Join(expected) + ")");
+      }
+    }
+    nest_->storage = f;
+  }
+
+  // ---- building -------------------------------------------------------------------------------
+
+  NestAccess ResolveAccess(const Access& a, const std::vector<int>& scope,
+                           const std::string& what) {
+    NestAccess out;
+    out.indices = a.indices;
+    for (int t : scope) {
+      if (nest_->temps[t].name == a.tensor) {
+        out.temp = t;
+        if (a.indices != nest_->temps[t].indices) {
+          Fail(what + ": temporary " + a.tensor + " is declared as " + TempText(t) +
+               " but used with indices (" + Join(a.indices) + ")");
+        }
+        return out;
+      }
+    }
+    const int id = e_.TensorId(a.tensor);
+    if (id < 0)
+      Fail(what + ": " + a.tensor +
+           " is neither a tensor of the expression nor a temporary in scope");
+    if (a.indices != e_.tensors[id].indices) {
+      Fail(what + ": " + a.tensor + " is indexed (" + Join(e_.tensors[id].indices) +
+           ") in the expression, not (" + Join(a.indices) + ")");
+    }
+    out.tensor = id;
+    return out;
+  }
+
+  std::string TempText(int t) const {
+    const Temporary& temp = nest_->temps[t];
+    return temp.indices.empty() ? temp.name : temp.name + "(" + Join(temp.indices) + ")";
+  }
+
+  std::unique_ptr<NestNode> BuildSection(const ScheduleNode& section, std::vector<int>& scope,
+                                         bool is_root, int producer_of) {
+    std::unique_ptr<NestNode> terminal;
+    NestAccess lhs;
+    if (section.is_where()) {
+      Access t = ParseAccess(section.temp, "temporary \"" + section.temp + "\"");
+      if (e_.TensorId(t.tensor) >= 0)
+        Fail("temporary " + t.tensor + " has the name of a tensor of the expression");
+      for (const auto& temp : nest_->temps) {
+        if (temp.name == t.tensor) Fail("temporary " + t.tensor + " is declared twice");
+      }
+      for (const auto& index : t.indices) {
+        if (e_.IndexId(index) < 0)
+          Fail("temporary " + section.temp + " uses unknown index " + index);
+      }
+      nest_->temps.push_back({t.tensor, t.indices, false});
+      const int id = static_cast<int>(nest_->temps.size()) - 1;
+      terminal = std::make_unique<NestNode>();
+      terminal->kind = NestNode::Kind::kWhere;
+      terminal->temp = id;
+      scope.push_back(id);
+      terminal->children.push_back(BuildSection(*section.producer, scope, false, id));
+      terminal->children.push_back(BuildSection(*section.consumer, scope, false, producer_of));
+      scope.pop_back();
+    } else {
+      terminal = std::make_unique<NestNode>();
+      terminal->kind = NestNode::Kind::kCompute;
+      if (section.compute.empty()) {
+        if (!is_root) Fail("a producer or consumer section needs a \"compute\" or a \"where\"");
+        terminal->lhs = NestAccess{0, -1, e_.tensors[0].indices};
+        for (size_t t = 1; t < e_.tensors.size(); ++t) {
+          terminal->factors.push_back(NestAccess{int(t), -1, e_.tensors[t].indices});
+        }
+      } else {
+        const std::string what = "compute \"" + section.compute + "\"";
+        Assignment a = ParseAssignment(section.compute, what);
+        terminal->lhs = ResolveAccess(a.lhs, scope, what);
+        if (terminal->lhs.tensor > 0) Fail(what + " writes the input " + a.lhs.tensor);
+        if (terminal->lhs.temp >= 0 && terminal->lhs.temp != producer_of) {
+          Fail(what + " writes temporary " + a.lhs.tensor +
+               " outside the producer of its where node");
+        }
+        if (terminal->lhs.tensor == 0 && producer_of >= 0) {
+          Fail(what + " writes the output inside the producer of temporary " +
+               nest_->temps[producer_of].name);
+        }
+        for (const Access& f : a.factors)
+          terminal->factors.push_back(ResolveAccess(f, scope, what));
+      }
+      lhs = terminal->lhs;
+    }
+
+    // The chain of loops; a compute's reduction loops (those below the last loop that selects
+    // its output element) go under a reduce node that sums into a register.
+    std::vector<const LoopVar*> loop_vars;
+    for (const auto& name : section.loops) loop_vars.push_back(&Var(name, "loop " + name));
+    int reduce_at = -1;
+    if (terminal->kind == NestNode::Kind::kCompute) {
+      int last_selecting = -1;
+      for (size_t k = 0; k < loop_vars.size(); ++k) {
+        if (Contains(lhs.indices, loop_vars[k]->index)) last_selecting = static_cast<int>(k);
+      }
+      if (last_selecting + 1 < static_cast<int>(loop_vars.size())) reduce_at = last_selecting + 1;
+    }
+    std::unique_ptr<NestNode> body = std::move(terminal);
+    for (int k = static_cast<int>(loop_vars.size()) - 1; k >= 0; --k) {
+      auto loop = std::make_unique<NestNode>();
+      loop->kind = NestNode::Kind::kLoop;
+      loop->var = *loop_vars[k];
+      loop->children.push_back(std::move(body));
+      body = std::move(loop);
+      if (k == reduce_at) body = MakeReduce(std::move(body), lhs);
+    }
+    return body;
+  }
+
+  std::unique_ptr<NestNode> MakeReduce(std::unique_ptr<NestNode> body, const NestAccess& lhs) {
+    auto reduce = std::make_unique<NestNode>();
+    reduce->kind = NestNode::Kind::kReduce;
+    reduce->lhs = lhs;
+    reduce->accumulator = nest_->num_accumulators++;
+    // The compute at the bottom of this chain adds into the accumulator.
+    NestNode* n = body.get();
+    while (n->kind == NestNode::Kind::kLoop) n = n->children[0].get();
+    n->accumulator = reduce->accumulator;
+    reduce->children.push_back(std::move(body));
+    return reduce;
+  }
+
+  // ---- checks over root-to-leaf paths -------------------------------------------------------
+
+  void Walk(NestNode* node, std::vector<NestNode*>& stack) {
+    switch (node->kind) {
+      case NestNode::Kind::kLoop: {
+        for (NestNode* outer : stack) {
+          if (outer->kind == NestNode::Kind::kLoop && outer->var.name == node->var.name) {
+            Fail("loop " + node->var.name + " is nested inside another loop " + node->var.name);
+          }
+        }
+        if (node->var.part == SplitPart::kInner) {
+          const std::string outer_name = SplitVarName(node->var.index, SplitPart::kOuter);
+          bool found = false;
+          for (NestNode* outer : stack)
+            found |= outer->kind == NestNode::Kind::kLoop && outer->var.name == outer_name;
+          if (!found) Fail("loop " + node->var.name + " must be inside loop " + outer_name);
+        }
+        break;
+      }
+      case NestNode::Kind::kWhere:
+        where_loops_[node->temp] = Loops(stack);
+        where_nodes_[node->temp] = node;
+        break;
+      case NestNode::Kind::kCompute: {
+        ComputeSite site;
+        site.compute = node;
+        site.loops = Loops(stack);
+        site.update = node;
+        site.update_loops = site.loops;
+        if (node->accumulator >= 0) {
+          // The reduce node is the nearest enclosing kReduce.
+          for (int k = static_cast<int>(stack.size()) - 1; k >= 0; --k) {
+            if (stack[k]->kind == NestNode::Kind::kReduce) {
+              site.update = stack[k];
+              site.update_loops = Loops(std::vector<NestNode*>(stack.begin(), stack.begin() + k));
+              break;
+            }
+          }
+        }
+        CheckCoverage(site);
+        sites_.push_back(site);
+        return;
+      }
+      case NestNode::Kind::kReduce:
+        break;
+    }
+    stack.push_back(node);
+    for (auto& child : node->children) Walk(child.get(), stack);
+    stack.pop_back();
+  }
+
+  static std::vector<NestNode*> Loops(const std::vector<NestNode*>& stack) {
+    std::vector<NestNode*> loops;
+    for (NestNode* n : stack) {
+      if (n->kind == NestNode::Kind::kLoop) loops.push_back(n);
+    }
+    return loops;
+  }
+
+  std::vector<std::string> ComputeIndices(const NestNode* c) const {
+    std::vector<std::string> indices = c->lhs.indices;
+    for (const auto& f : c->factors) {
+      for (const auto& index : f.indices) {
+        if (!Contains(indices, index)) indices.push_back(index);
+      }
+    }
+    return indices;
+  }
+
+  std::string ComputeText(const NestNode* c) const {
+    auto text = [&](const NestAccess& a) {
+      const std::string name = a.temp >= 0 ? nest_->temps[a.temp].name : e_.tensors[a.tensor].name;
+      return a.indices.empty() ? name : name + "(" + Join(a.indices) + ")";
+    };
+    std::string out = text(c->lhs) + " += ";
+    for (size_t k = 0; k < c->factors.size(); ++k) out += (k ? " * " : "") + text(c->factors[k]);
+    return out;
+  }
+
+  void CheckCoverage(const ComputeSite& site) {
+    std::vector<std::string> enclosing;
+    for (NestNode* l : site.loops) enclosing.push_back(l->var.name);
+    for (const auto& index : ComputeIndices(site.compute)) {
+      for (const auto& part : parts_[index]) {
+        if (!Contains(enclosing, part)) {
+          Fail("compute " + ComputeText(site.compute) + " uses index " + index + " but no loop " +
+               part + " encloses it");
+        }
+      }
+    }
+  }
+
+  void CheckUses() {
+    std::vector<int> input_uses(e_.tensors.size(), 0);
+    std::vector<int> temp_writes(nest_->temps.size(), 0), temp_reads(nest_->temps.size(), 0);
+    int output_writes = 0;
+    for (const auto& site : sites_) {
+      const NestNode* c = site.compute;
+      if (c->lhs.tensor == 0) ++output_writes;
+      if (c->lhs.temp >= 0) ++temp_writes[c->lhs.temp];
+      for (const auto& f : c->factors) {
+        if (f.tensor >= 0) ++input_uses[f.tensor];
+        if (f.temp >= 0) ++temp_reads[f.temp];
+      }
+    }
+    if (output_writes != 1) {
+      Fail("the output " + e_.tensors[0].name + " is written by " + std::to_string(output_writes) +
+           " computes; exactly one must write it");
+    }
+    for (size_t t = 1; t < e_.tensors.size(); ++t) {
+      if (input_uses[t] != 1) {
+        Fail("input " + e_.tensors[t].name + " is used by " + std::to_string(input_uses[t]) +
+             " computes; each input must be used exactly once");
+      }
+    }
+    for (size_t t = 0; t < nest_->temps.size(); ++t) {
+      if (temp_writes[t] != 1 || temp_reads[t] != 1) {
+        Fail("temporary " + nest_->temps[t].name +
+             " must be written once by its producer and read once by its consumer");
+      }
+    }
+  }
+
+  // The loops on the path to the compute that reads the sparse operand iterate its levels, in
+  // storage order; every other loop is a plain range.
+  void MarkSparseLevels() {
+    const ComputeSite* sparse_site = nullptr;
+    for (const auto& site : sites_) {
+      for (const auto& f : site.compute->factors) {
+        if (f.tensor == e_.sparse) sparse_site = &site;
+      }
+    }
+    std::vector<std::string> order;
+    for (const auto& v : nest_->level_vars) order.push_back(v.name);
+    std::vector<std::string> path;
+    for (NestNode* l : sparse_site->loops) {
+      auto it = std::find(order.begin(), order.end(), l->var.name);
+      if (it == order.end()) continue;
+      const int level = static_cast<int>(it - order.begin());
+      if (level != static_cast<int>(path.size())) {
+        Fail("loop " + l->var.name + " visits level " + std::to_string(level) + " (" + l->var.name +
+             ") of " + e_.sparse_input().name + " before the levels above it; the loops over " +
+             e_.sparse_input().name + " must follow its level order " + Join(order, " "));
+      }
+      path.push_back(l->var.name);
+      l->level = level;
+      l->loop_kind = nest_->storage.levels[level].kind == LevelKind::kDense ? LoopKind::kLevelU
+                                                                            : LoopKind::kLevelC;
+    }
+  }
+
+  void CheckSparseOutput() {
+    const int prefix = e_.sparse_output_prefix;
+    if (prefix == 0) return;
+    const auto& modes = e_.sparse_input().indices;
+    const auto& levels = nest_->storage.levels;
+    size_t shared = 0;
+    while (shared < levels.size() && levels[shared].mode < prefix) ++shared;
+    for (size_t l = shared; l < levels.size(); ++l) {
+      if (levels[l].mode < prefix) {
+        Fail("the output " + e_.tensors[0].name + " is sparse over (" +
+             Join(std::vector<std::string>(modes.begin(), modes.begin() + prefix)) +
+             "), so those levels of " + e_.sparse_input().name + " must come first in the format");
+      }
+    }
+    output_levels_ = static_cast<int>(shared);
+    for (const auto& site : sites_) {
+      if (site.compute->lhs.tensor != 0) continue;
+      int found = 0;
+      for (NestNode* l : site.update_loops) found += l->level >= 0 && l->level < output_levels_;
+      if (found != output_levels_) {
+        Fail("the sparse output " + e_.tensors[0].name +
+             " is written outside the loops over its levels of " + e_.sparse_input().name);
+      }
+    }
+  }
+
+  void CheckTemporaries() {
+    // A loop whose index a compute does not use repeats that compute; that is only right when
+    // the compute reads or writes a temporary that the loop re-creates on every iteration.
+    for (const auto& site : sites_) {
+      const auto indices = ComputeIndices(site.compute);
+      for (NestNode* loop : site.update_loops) {
+        if (Contains(indices, loop->var.index)) continue;
+        bool justified = false;
+        std::vector<NestAccess> accesses = site.compute->factors;
+        accesses.push_back(site.compute->lhs);
+        for (const auto& a : accesses) {
+          if (a.temp < 0) continue;
+          const auto& wl = where_loops_[a.temp];
+          justified |= std::find(wl.begin(), wl.end(), loop) != wl.end();
+        }
+        if (!justified) {
+          Fail("loop " + loop->var.name + " encloses compute " + ComputeText(site.compute) +
+               ", which does not use " + loop->var.index + ", so it would be repeated");
+        }
+      }
+    }
+    // A temporary must carry every index that its producer and consumer share outside the loops
+    // enclosing the where node.
+    for (size_t t = 0; t < nest_->temps.size(); ++t) {
+      NestNode* where = where_nodes_[t];
+      std::set<std::string> enclosing;
+      for (NestNode* l : where_loops_[t]) enclosing.insert(l->var.index);
+      const auto producer = SubtreeIndices(where->children[0].get(), int(t));
+      const auto consumer = SubtreeIndices(where->children[1].get(), int(t));
+      const Temporary& temp = nest_->temps[t];
+      for (const auto& index : temp.indices) {
+        if (!producer.count(index))
+          Fail("temporary " + TempText(int(t)) + " has index " + index +
+               ", which its producer does not use");
+      }
+      for (const auto& index : producer) {
+        if (consumer.count(index) && !enclosing.count(index) && !Contains(temp.indices, index)) {
+          Fail("temporary " + TempText(int(t)) + " must be indexed by " + index +
+               ": both its producer and its consumer use it outside the enclosing loops");
+        }
+      }
+    }
+  }
+
+  // Indices of everything a subtree reads or writes, except the temporary `self`.
+  std::set<std::string> SubtreeIndices(const NestNode* node, int self) const {
+    std::set<std::string> out;
+    std::function<void(const NestNode*)> visit = [&](const NestNode* n) {
+      if (n->kind == NestNode::Kind::kCompute) {
+        std::vector<NestAccess> accesses = n->factors;
+        accesses.push_back(n->lhs);
+        for (const auto& a : accesses) {
+          if (a.temp == self) continue;
+          out.insert(a.indices.begin(), a.indices.end());
+        }
+      }
+      for (const auto& c : n->children) visit(c.get());
+    };
+    visit(node);
+    return out;
+  }
+
+  void MarkParallel() {
+    if (s_.parallel.empty()) return;
+    Var(s_.parallel, "the parallel loop");
+    if (s_.chunk < 1) Fail("the OpenMP chunk must be at least 1");
+    int marked = 0;
+    std::function<void(NestNode*, bool)> visit = [&](NestNode* n, bool inside) {
+      if (n->kind == NestNode::Kind::kLoop && n->var.name == s_.parallel && !inside) {
+        n->parallel = true;
+        inside = true;
+        ++marked;
+      }
+      for (auto& c : n->children) visit(c.get(), inside);
+    };
+    visit(nest_->root.get(), false);
+    if (marked == 0) Fail("the parallel loop " + s_.parallel + " is not in the nest");
+    // Temporaries created inside a parallel loop are private to its threads.
+    for (size_t t = 0; t < nest_->temps.size(); ++t) {
+      for (NestNode* l : where_loops_[t]) {
+        if (l->parallel) {
+          nest_->temps[t].per_thread = true;
+          if (!nest_->temps[t].scalar()) l->thread_temps.push_back(int(t));
+        }
+      }
+    }
+  }
+
+  void MarkAtomicsAndAssign() {
+    for (const auto& site : sites_) {
+      NestNode* update = site.update;
+      const NestAccess& lhs = update->lhs;
+      NestNode* parallel = nullptr;
+      for (NestNode* l : site.update_loops) {
+        if (l->parallel) parallel = l;
+      }
+      if (parallel) {
+        bool private_temp = false;
+        if (lhs.temp >= 0) {
+          const auto& wl = where_loops_[lhs.temp];
+          private_temp = std::find(wl.begin(), wl.end(), parallel) != wl.end();
+        }
+        update->atomic = !private_temp && !Contains(lhs.indices, parallel->var.index);
+      }
+      if (lhs.tensor == 0 && !update->atomic && OverwritesEachElementOnce(site)) {
+        update->assign = true;
+        nest_->zero_output = false;
+      }
+    }
+  }
+
+  // True when the loops above the output's update visit each output element exactly once.
+  bool OverwritesEachElementOnce(const ComputeSite& site) const {
+    const bool sparse_out = e_.sparse_output_prefix > 0;
+    const auto& out = e_.tensors[0].indices;
+    for (NestNode* l : site.update_loops) {
+      if (!Contains(out, l->var.index)) return false;
+      if (sparse_out) {
+        const bool prefix_level = l->level >= 0 && l->level < output_levels_;
+        const bool trailing_dense = l->level < 0 && !e_.IsSparseIndex(l->var.index);
+        if (!prefix_level && !trailing_dense) return false;
+        if (prefix_level && nest_->splits.at(l->var.index) > 1) return false;
+      } else if (l->loop_kind == LoopKind::kLevelC) {
+        return false;  // compressed levels skip empty fibers
+      }
+    }
+    // Every output index must be iterated above the update (reductions live below it).
+    for (const auto& index : out) {
+      for (const auto& part : parts_.at(index)) {
+        bool found = false;
+        for (NestNode* l : site.update_loops) found |= l->var.name == part;
+        if (!found) return false;
+      }
+    }
+    return true;
+  }
+
+  void MarkSimd(NestNode* n) {
+    if (n->kind == NestNode::Kind::kLoop && n->children[0]->kind == NestNode::Kind::kCompute) {
+      const NestNode* c = n->children[0].get();
+      if (!c->atomic && !n->parallel) {
+        if (c->accumulator >= 0) {
+          n->simd = true;  // reduction into a register
+        } else if (Contains(c->lhs.indices, n->var.index)) {
+          n->simd = true;  // each iteration updates its own element
+        }
+      }
+    }
+    for (auto& c : n->children) MarkSimd(c.get());
+  }
+
+  Expression e_;
+  Schedule s_;
+  std::unique_ptr<LoopNest> nest_;
+  std::map<std::string, LoopVar> vars_;
+  std::map<std::string, std::vector<std::string>> parts_;  // index -> its loop variables
+  std::vector<ComputeSite> sites_;
+  std::map<int, std::vector<NestNode*>> where_loops_;
+  std::map<int, NestNode*> where_nodes_;
+  int output_levels_ = 0;
+};
+
+}  // namespace
+
+LowerOutcome Lower(const Expression& expression, const Schedule& schedule) {
+  LowerOutcome outcome;
+  try {
+    outcome.nest = Lowerer(expression, schedule).Run();
+  } catch (const Invalid& invalid) {
+    outcome.error = invalid.reason;
+  } catch (const InputError& error) {
+    outcome.error = error.what();
+  }
+  return outcome;
+}
+
+namespace {
+void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& out) {
+  const std::string pad(2 * depth, ' ');
+  auto access = [&](const NestAccess& a) {
+    const std::string name =
+        a.temp >= 0 ? nest.temps[a.temp].name : nest.expression.tensors[a.tensor].name;
+    return a.indices.empty() ? name : name + "(" + Join(a.indices) + ")";
+  };
+  switch (n.kind) {
+    case NestNode::Kind::kLoop: {
+      const char* kind = n.loop_kind == LoopKind::kDense    ? "dense"
+                         : n.loop_kind == LoopKind::kLevelU ? "U"
+                                                            : "C";
+      out += pad + "for " + n.var.name + " [" + kind +
+             (n.level >= 0 ? " level " + std::to_string(n.level) : "") +
+             (n.parallel ? ", parallel" : "") + (n.simd ? ", simd" : "") + "]\n";
+      break;
+    }
+    case NestNode::Kind::kWhere: {
+      const Temporary& t = nest.temps[n.temp];
+      out += pad + "where " + (t.indices.empty() ? t.name : t.name + "(" + Join(t.indices) + ")") +
+             (t.per_thread ? " [per thread]" : "") + "\n";
+      break;
+    }
+    case NestNode::Kind::kReduce:
+      out += pad + access(n.lhs) + (n.assign ? " = " : " += ") + "acc" +
+             std::to_string(n.accumulator) + (n.atomic ? " [atomic]" : "") + " of:\n";
+      break;
+    case NestNode::Kind::kCompute: {
+      std::string rhs;
+      for (size_t k = 0; k < n.factors.size(); ++k) rhs += (k ? " * " : "") + access(n.factors[k]);
+      const std::string target =
+          n.accumulator >= 0 ? "acc" + std::to_string(n.accumulator) : access(n.lhs);
+      out +=
+          pad + target + (n.assign ? " = " : " += ") + rhs + (n.atomic ? " [atomic]" : "") + "\n";
+      break;
+    }
+  }
+  for (const auto& c : n.children) PrintNode(nest, *c, depth + 1, out);
+}
+}  // namespace
+
+std::string LoopNest::ToString() const {
+  std::string out;
+  if (zero_output) out += "zero " + expression.tensors[0].name + "\n";
+  PrintNode(*this, *root, 0, out);
+  return out;
+}
+
+}  // namespace sparsetune

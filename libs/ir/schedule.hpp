@@ -1,0 +1,73 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/expression.hpp"
+#include "tensor/format.hpp"
+
+namespace sparsetune {
+
+// A linear section of a (branched) schedule tree: a chain of loops ending either in a compute
+// statement or in a where node whose producer fills a dense temporary that its consumer reads.
+// A linear schedule is a single section whose compute is the whole expression.
+struct ScheduleNode {
+  std::vector<std::string> loops;  // loop variables, outer to inner: "i", or "i1"/"i0" when split
+  std::string compute;             // "t += B(i,j) * C(i,k)"; empty: the whole expression
+  std::string temp;                // where nodes: "t" (scalar) or "T(l)" (dense, row-major)
+  std::unique_ptr<ScheduleNode> producer;
+  std::unique_ptr<ScheduleNode> consumer;
+
+  bool is_where() const { return producer != nullptr; }
+  std::unique_ptr<ScheduleNode> Clone() const;
+};
+
+// Format, loop structure and parallelization of one kernel, in plain JSON:
+// {"splits": {"i": 8}, "tree": {"loops": ["i1","k","i0"]}, "format": ["i1:U","k:C","i0:U"],
+//  "parallel": {"index": "i1", "chunk": 32, "threads": 0}}
+// Split index i into i1 (outer) and i0 (inner); a split of 1 means no split. The format lists
+// the sparse operand's levels, outer to inner. threads 0 means every hardware thread.
+struct Schedule {
+  std::map<std::string, int64_t> splits;
+  ScheduleNode root;
+  std::vector<std::pair<std::string, LevelKind>> format;
+  std::string parallel;  // loop variable; empty means serial
+  int64_t chunk = 1;
+  int threads = 0;
+
+  Schedule() = default;
+  Schedule(const Schedule& other) { *this = other; }
+  Schedule& operator=(const Schedule& other);
+  Schedule(Schedule&&) = default;
+  Schedule& operator=(Schedule&&) = default;
+
+  int64_t SplitOf(const std::string& index) const {
+    auto it = splits.find(index);
+    return it == splits.end() ? 1 : it->second;
+  }
+  // Canonical form: splits of 1 dropped and their variables renamed back to the index
+  // (i1 -> i, i0 removed), so equal kernels have equal JSON.
+  void Canonicalize();
+  nlohmann::json ToJson() const;
+  std::string CanonicalJson() const;  // compact, sorted keys, after Canonicalize()
+  // Structure only; semantic checks happen when the schedule is lowered against an expression.
+  // Throws InputError naming `what` and the problem.
+  static Schedule FromJson(const nlohmann::json& json, const std::string& what);
+  // One line: "i1 k i0 | i1:U k:C i0:U | par i1/32"
+  std::string Summary() const;
+};
+
+// The name of a split variable: index + "1" (outer) or "0" (inner), or the index when whole.
+std::string SplitVarName(const std::string& index, SplitPart part);
+
+// TACO's default (FixedCSR): the sparse operand as CSR/CSF in mode order, its modes outermost,
+// the dense-only indices inside them in order of appearance, the first mode parallel with
+// dynamic chunk 128 for SpMV-like kernels (no dense-only index) and 32 otherwise.
+Schedule FixedCsrSchedule(const Expression& expression);
+
+}  // namespace sparsetune

@@ -1,0 +1,237 @@
+#include "measure/runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/errors.hpp"
+#include "ir/loop_nest.hpp"
+
+namespace sparsetune {
+
+const char* RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kOk:
+      return "ok";
+    case RunStatus::kInvalidSchedule:
+      return "invalid_schedule";
+    case RunStatus::kFormatRefused:
+      return "format_refused";
+    case RunStatus::kWrongResult:
+      return "wrong_result";
+    case RunStatus::kTimedOut:
+      return "timed_out";
+  }
+  return "unknown";
+}
+
+KernelRunner::KernelRunner(Expression expression, const CooTensor& sparse, IndexSizes sizes,
+                           DType dtype, Jit& jit)
+    : expression_(std::move(expression)),
+      sparse_(sparse),
+      sizes_(std::move(sizes)),
+      dtype_(dtype),
+      jit_(jit) {
+  inputs_ = MakeDenseInputs(expression_, sizes_, dtype_);
+}
+
+KernelRunner::~KernelRunner() = default;
+
+const ReferenceResult& KernelRunner::reference() {
+  if (!reference_) {
+    reference_ =
+        std::make_unique<ReferenceResult>(ComputeReference(expression_, sparse_, sizes_, inputs_));
+  }
+  return *reference_;
+}
+
+namespace {
+std::string FormatKey(const StorageFormat& f) {
+  std::string key;
+  for (int64_t s : f.split) key += std::to_string(s) + ",";
+  for (const auto& l : f.levels) {
+    key += std::to_string(l.mode) + ":" + std::to_string(int(l.part)) + ":" +
+           std::to_string(int(l.kind)) + ";";
+  }
+  return key;
+}
+}  // namespace
+
+const PackedTensor* KernelRunner::PackFor(const StorageFormat& format, double cap,
+                                          std::string* refusal, double* pack_ms) {
+  const std::string key = FormatKey(format) + "cap" + std::to_string(cap);
+  for (auto& entry : packs_) {
+    if (entry.key == key) {
+      *pack_ms = entry.packed->pack_ms;
+      return entry.packed.get();
+    }
+  }
+  PackOutcome outcome = Pack(sparse_, format, dtype_, cap);
+  if (!outcome.packed) {
+    *refusal = outcome.refusal;
+    return nullptr;
+  }
+  *pack_ms = outcome.packed->pack_ms;
+  constexpr size_t kKeep = 3;
+  if (packs_.size() >= kKeep) packs_.erase(packs_.begin());
+  packs_.push_back({key, std::move(outcome.packed)});
+  return packs_.back().packed.get();
+}
+
+RunResult KernelRunner::Run(const Schedule& input_schedule, const RunOptions& options) {
+  RunResult result;
+  Schedule schedule = input_schedule;
+  if (options.threads >= 0) schedule.threads = options.threads;
+  schedule.Canonicalize();
+  result.schedule_json = schedule.CanonicalJson();
+
+  LowerOutcome lowered = Lower(expression_, schedule);
+  if (!lowered.nest) {
+    result.status = RunStatus::kInvalidSchedule;
+    result.message = lowered.error;
+    return result;
+  }
+  const LoopNest& nest = *lowered.nest;
+  result.nest = nest.ToString();
+
+  std::string refusal;
+  const PackedTensor* packed =
+      PackFor(nest.storage, options.padding_cap, &refusal, &result.pack_ms);
+  if (!packed) {
+    result.status = RunStatus::kFormatRefused;
+    result.message = refusal;
+    return result;
+  }
+
+  const std::string source = GenerateKernelSource(nest, dtype_, options.mode);
+  CompiledKernel kernel = jit_.Compile(source);
+  result.compile_ms = kernel.compile_ms;
+  result.compile_cached = kernel.cached;
+  result.source_path = kernel.source_path;
+
+  // Arguments.
+  st_args args;
+  std::memset(&args, 0, sizeof(args));
+  for (size_t k = 0; k < expression_.indices.size(); ++k) {
+    args.dims[k] = sizes_.at(expression_.indices[k]);
+    args.splits[k] = nest.splits.at(expression_.indices[k]);
+  }
+  for (size_t l = 0; l < packed->levels.size(); ++l) {
+    const PackedLevel& level = packed->levels[l];
+    args.levels[l] = {level.extent, level.positions, level.pos.empty() ? nullptr : level.pos.data(),
+                      level.crd.empty() ? nullptr : level.crd.data()};
+  }
+  args.sparse_values = packed->values_data();
+  for (size_t t = 1; t < expression_.tensors.size(); ++t) {
+    if (static_cast<int>(t) != expression_.sparse) args.inputs[t] = inputs_[t].data();
+  }
+  args.chunk = schedule.chunk;
+  args.threads = schedule.threads;
+
+  int output_levels = 0;
+  while (output_levels < static_cast<int>(nest.storage.levels.size()) &&
+         nest.storage.levels[output_levels].mode < expression_.sparse_output_prefix) {
+    ++output_levels;
+  }
+  int64_t output_size = 1;
+  if (expression_.sparse_output_prefix > 0) {
+    output_size = output_levels == 0 ? 1 : packed->levels[output_levels - 1].positions;
+    const auto& out = expression_.tensors[0].indices;
+    for (size_t k = expression_.sparse_output_prefix; k < out.size(); ++k)
+      output_size *= sizes_.at(out[k]);
+  } else {
+    output_size = TensorElements(expression_.tensors[0], sizes_);
+  }
+  ValueBuffer output(dtype_, output_size);
+  args.output = output.data();
+
+  if (options.verify) {
+    // Elements the kernel fails to write stay NaN and fail verification.
+    output.Fill(std::nan(""));
+    kernel.function(&args);
+    if (!Verify(output, *packed, output_levels, &result.message, &result.max_relative_error)) {
+      result.status = RunStatus::kWrongResult;
+      return result;
+    }
+    result.verified = true;
+  }
+  if (options.time) {
+    result.time = TimeRepeated([&] { kernel.function(&args); }, options.timing);
+    if (result.time.timed_out) {
+      result.status = RunStatus::kTimedOut;
+      result.message = "a run took " + std::to_string(result.time.median_ms) +
+                       " ms, over the limit of " + std::to_string(options.timing.max_ms_per_run) +
+                       " ms";
+    }
+  }
+  return result;
+}
+
+bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed, int output_levels,
+                          std::string* message, double* max_error) {
+  const ReferenceResult& ref = reference();
+  const double rtol = dtype_ == DType::kF32 ? 2e-4 : 1e-10;
+  int64_t mismatches = 0;
+  std::string first;
+  auto check = [&](int64_t got_index, double expected, double magnitude, const std::string& where) {
+    const double got = output.Get(got_index);
+    const double error = std::fabs(got - expected);
+    const double scale = magnitude > 0 ? magnitude : 1.0;
+    const bool ok = std::isfinite(got) && error <= rtol * scale + 1e-30;
+    if (std::isfinite(got)) *max_error = std::max(*max_error, error / scale);
+    if (!ok) {
+      if (mismatches == 0) {
+        first = where + ": got " + std::to_string(got) + ", expected " + std::to_string(expected);
+      }
+      ++mismatches;
+    }
+  };
+  *max_error = 0;
+  if (!ref.sparse) {
+    for (int64_t q = 0; q < output.size(); ++q)
+      check(q, ref.values[q], ref.magnitudes[q], "element " + std::to_string(q));
+  } else {
+    // Walk the packed prefix levels; positions with a reference row must match it, padded
+    // positions must hold zero.
+    const int prefix = expression_.sparse_output_prefix;
+    const int64_t rows =
+        ref.prefix_coords.empty() ? 0 : static_cast<int64_t>(ref.prefix_coords[0].size());
+    int64_t row = 0;
+    std::vector<std::pair<std::vector<int64_t>, int64_t>> visited;
+    ForEachPosition(packed, output_levels,
+                    [&](int64_t position, const std::vector<int64_t>& modes) {
+                      visited.emplace_back(
+                          std::vector<int64_t>(modes.begin(), modes.begin() + prefix), position);
+                    });
+    std::sort(visited.begin(), visited.end());
+    for (const auto& [coords, position] : visited) {
+      // Reference rows are sorted by coordinates too: advance to this prefix.
+      auto less = [&](int64_t r) {
+        for (int m = 0; m < prefix; ++m) {
+          if (ref.prefix_coords[m][r] != coords[m]) return ref.prefix_coords[m][r] < coords[m];
+        }
+        return false;
+      };
+      while (row < rows && less(row)) ++row;
+      bool match = row < rows;
+      for (int m = 0; m < prefix && match; ++m) match = ref.prefix_coords[m][row] == coords[m];
+      for (int64_t t = 0; t < ref.trailing; ++t) {
+        const int64_t got_index = position * ref.trailing + t;
+        if (match) {
+          check(got_index, ref.values[row * ref.trailing + t],
+                ref.magnitudes[row * ref.trailing + t], "position " + std::to_string(position));
+        } else {
+          check(got_index, 0.0, 0.0, "padding position " + std::to_string(position));
+        }
+      }
+    }
+  }
+  if (mismatches > 0) {
+    *message =
+        std::to_string(mismatches) + " elements differ from the reference; first at " + first;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sparsetune
