@@ -1,0 +1,85 @@
+#pragma once
+
+// Internals of the readers, shared by the parsers, the tests, the fuzz targets and the
+// benchmark. Not part of the io interface.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensor/coo.hpp"
+
+namespace sparsetune::io_internal {
+
+// Owns a byte buffer without zero-filling it first (files can be hundreds of MB).
+class Bytes {
+ public:
+  Bytes() = default;
+  Bytes(const Bytes&) = delete;
+  Bytes& operator=(const Bytes&) = delete;
+  Bytes(Bytes&& other) noexcept { *this = std::move(other); }
+  Bytes& operator=(Bytes&& other) noexcept;
+  ~Bytes() { std::free(data_); }
+
+  char* data() { return data_; }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+  std::string_view view() const { return {data_, size_}; }
+
+  // Grows the allocation to at least `capacity` bytes; throws std::bad_alloc on failure.
+  void Reserve(size_t capacity);
+  void Resize(size_t size) {
+    Reserve(size);
+    size_ = size;
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+// The contents of a file, decompressed, and the name to use in messages.
+struct LoadedText {
+  Bytes bytes;
+  std::string name;
+};
+
+enum class FileKind { kMatrixMarket, kTns, kArchive };
+
+// Chooses the parser from the file name (.tar.gz/.tgz, .tns[.gz], anything else Matrix Market).
+FileKind KindFromName(const std::string& path);
+
+// Reads a plain or gzip-compressed file (detected by its magic bytes), whole.
+Bytes LoadFile(const std::string& path);
+
+// Picks Name/Name.mtx (or else the only .mtx) out of a SuiteSparse .tar.gz archive.
+LoadedText LoadFromArchive(const std::string& path);
+
+// Inflates gzip (or zlib) data, concatenated members included. Throws InputError naming
+// `name` when the data is corrupt or truncated, or inflates to more than `max_output` bytes.
+Bytes Gunzip(std::string_view compressed, const std::string& name,
+             size_t max_output = static_cast<size_t>(-1));
+
+bool LooksGzipped(std::string_view bytes);
+
+// How the parsers split work. Defaults: as many threads as the machine has (at most 8),
+// chunks of at least 1 MiB, canonical output.
+struct ParseOptions {
+  int threads = 0;
+  size_t min_chunk_bytes = size_t(1) << 20;
+  bool canonicalize = true;
+};
+
+CooTensor ParseMatrixMarket(std::string_view text, const std::string& name,
+                            std::vector<std::string>* warnings, const ParseOptions& options);
+CooTensor ParseTns(std::string_view text, const std::string& name, const ParseOptions& options);
+
+// Throws InputError when `text` holds a NUL byte (binary data), naming its line.
+void RejectBinary(std::string_view text, const std::string& name);
+
+}  // namespace sparsetune::io_internal

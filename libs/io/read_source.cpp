@@ -1,0 +1,277 @@
+// Getting the text of an input into memory: plain files, gzip, SuiteSparse tar archives.
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "base/errors.hpp"
+#include "io/read_internal.hpp"
+#include "io/read_scan.hpp"
+
+namespace sparsetune::io_internal {
+
+namespace {
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         std::equal(suffix.rbegin(), suffix.rend(), s.rbegin(), [](char a, char b) {
+           return a == std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Closes a file descriptor on every path out.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Fails with a clear cause when `path` cannot be a readable file.
+void CheckRegularOrStream(const std::string& path, const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) Fail(path, 0, "is a directory, not a file");
+}
+
+Bytes ReadAll(const std::string& path) {
+  Fd file;
+  do {
+    file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (file.fd < 0 && errno == EINTR);
+  if (file.fd < 0) Fail(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(file.fd, &st) != 0)
+    Fail(path, 0, std::string("cannot stat: ") + std::strerror(errno));
+  CheckRegularOrStream(path, st);
+
+  Bytes bytes;
+  // A regular file's size is a hint only: the file may change while it is read.
+  size_t capacity =
+      S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : size_t(1) << 16;
+  bytes.Reserve(capacity);
+  size_t size = 0;
+  for (;;) {
+    if (size == bytes.capacity()) bytes.Reserve(bytes.capacity() * 2);
+    const size_t want = std::min<size_t>(bytes.capacity() - size, size_t(1) << 30);
+    const ssize_t got = ::read(file.fd, bytes.data() + size, want);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      Fail(path, 0, std::string("cannot read: ") + std::strerror(errno));
+    }
+    if (got == 0) break;
+    size += static_cast<size_t>(got);
+  }
+  bytes.Resize(size);
+  return bytes;
+}
+
+// libarchive handle, freed on every path out.
+struct ArchiveReader {
+  struct archive* a = archive_read_new();
+  ~ArchiveReader() { archive_read_free(a); }
+};
+
+std::string ArchiveMessage(struct archive* a) {
+  const char* message = archive_error_string(a);
+  return message ? message : "unknown error";
+}
+
+void OpenArchive(ArchiveReader& reader, const std::string& path) {
+  if (!reader.a) throw std::bad_alloc();
+  archive_read_support_filter_all(reader.a);
+  archive_read_support_format_tar(reader.a);
+  if (archive_read_open_filename(reader.a, path.c_str(), size_t(1) << 16) != ARCHIVE_OK) {
+    Fail(path, 0, "cannot read the archive: " + ArchiveMessage(reader.a));
+  }
+}
+
+// Moves to the next regular-file entry and returns its name without a leading "./";
+// returns false at the end of the archive.
+bool NextFileEntry(ArchiveReader& reader, const std::string& path, std::string* entry_name) {
+  for (;;) {
+    struct archive_entry* entry = nullptr;
+    const int status = archive_read_next_header(reader.a, &entry);
+    if (status == ARCHIVE_EOF) return false;
+    if (status < ARCHIVE_WARN) Fail(path, 0, "corrupt archive: " + ArchiveMessage(reader.a));
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;
+    const char* name = archive_entry_pathname(entry);
+    std::string n = name ? name : "";
+    while (n.rfind("./", 0) == 0) n.erase(0, 2);
+    *entry_name = n;
+    return true;
+  }
+}
+
+Bytes ReadEntryData(ArchiveReader& reader, const std::string& path) {
+  Bytes bytes;
+  bytes.Reserve(size_t(1) << 16);
+  size_t size = 0;
+  for (;;) {
+    if (size == bytes.capacity()) bytes.Reserve(bytes.capacity() * 2);
+    const la_ssize_t got =
+        archive_read_data(reader.a, bytes.data() + size, bytes.capacity() - size);
+    if (got < 0) Fail(path, 0, "corrupt archive: " + ArchiveMessage(reader.a));
+    if (got == 0) break;
+    size += static_cast<size_t>(got);
+  }
+  bytes.Resize(size);
+  return bytes;
+}
+
+}  // namespace
+
+Bytes& Bytes::operator=(Bytes&& other) noexcept {
+  if (this != &other) {
+    std::free(data_);
+    data_ = other.data_;
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    other.data_ = nullptr;
+    other.size_ = other.capacity_ = 0;
+  }
+  return *this;
+}
+
+void Bytes::Reserve(size_t capacity) {
+  if (capacity <= capacity_) return;
+  void* grown = std::realloc(data_, capacity);
+  if (!grown) throw std::bad_alloc();
+  data_ = static_cast<char*>(grown);
+  capacity_ = capacity;
+}
+
+FileKind KindFromName(const std::string& path) {
+  if (EndsWith(path, ".tar.gz") || EndsWith(path, ".tgz")) return FileKind::kArchive;
+  if (EndsWith(path, ".tns") || EndsWith(path, ".tns.gz")) return FileKind::kTns;
+  return FileKind::kMatrixMarket;
+}
+
+bool LooksGzipped(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+Bytes Gunzip(std::string_view compressed, const std::string& name, size_t max_output) {
+  z_stream zs{};
+  // 15 + 32: the largest window, gzip or zlib header detected automatically.
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) throw std::bad_alloc();
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, inflateEnd);
+
+  Bytes out;
+  const size_t first =
+      std::min<size_t>(max_output, std::max<size_t>(compressed.size() * 4, size_t(1) << 16));
+  out.Reserve(std::max<size_t>(first, 1));
+  size_t size = 0;
+  const unsigned char* in = reinterpret_cast<const unsigned char*>(compressed.data());
+  size_t in_left = compressed.size();
+  for (;;) {
+    if (size == out.capacity()) {
+      if (size >= max_output) {
+        Fail(name, 0, "gzip data inflates to more than " + std::to_string(max_output) + " bytes");
+      }
+      out.Reserve(std::min(max_output, out.capacity() * 2));
+    }
+    zs.next_in = const_cast<unsigned char*>(in);
+    zs.avail_in = static_cast<uInt>(std::min<size_t>(in_left, UINT_MAX));
+    zs.next_out = reinterpret_cast<unsigned char*>(out.data() + size);
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(out.capacity() - size, UINT_MAX));
+    const uInt avail_in = zs.avail_in;
+    const uInt avail_out = zs.avail_out;
+    const int status = inflate(&zs, Z_NO_FLUSH);
+    const size_t used = avail_in - zs.avail_in;
+    in += used;
+    in_left -= used;
+    size += avail_out - zs.avail_out;
+    if (status == Z_STREAM_END) {
+      // Concatenated gzip members are one stream (as gzip -d reads them); trailing zero
+      // padding is tolerated, anything else is not.
+      const std::string_view rest(reinterpret_cast<const char*>(in), in_left);
+      if (rest.find_first_not_of('\0') == std::string_view::npos) break;
+      if (!LooksGzipped(rest))
+        Fail(name, 0, "corrupt gzip data: trailing garbage after the stream");
+      if (inflateReset(&zs) != Z_OK) Fail(name, 0, "corrupt gzip data");
+      continue;
+    }
+    if (status == Z_MEM_ERROR) throw std::bad_alloc();
+    if (status == Z_NEED_DICT || status == Z_DATA_ERROR || status == Z_STREAM_ERROR) {
+      Fail(name, 0, std::string("corrupt gzip data: ") + (zs.msg ? zs.msg : "invalid stream"));
+    }
+    if (status == Z_BUF_ERROR || (status == Z_OK && used == 0 && avail_out == zs.avail_out)) {
+      if (in_left == 0) Fail(name, 0, "corrupt gzip data: the stream is truncated");
+      if (zs.avail_out != 0) Fail(name, 0, "corrupt gzip data: inflate made no progress");
+    }
+  }
+  out.Resize(size);
+  return out;
+}
+
+Bytes LoadFile(const std::string& path) {
+  Bytes raw = ReadAll(path);
+  if (LooksGzipped(raw.view())) return Gunzip(raw.view(), path);
+  if (EndsWith(path, ".gz") && raw.size() > 0) {
+    Fail(path, 0, "not gzip data, although the name ends in .gz");
+  }
+  return raw;
+}
+
+LoadedText LoadFromArchive(const std::string& path) {
+  {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      Fail(path, 0, std::string("cannot open: ") + std::strerror(errno));
+    }
+    CheckRegularOrStream(path, st);
+  }
+  std::string stem = Basename(path);
+  stem.erase(stem.size() - (EndsWith(stem, ".tgz") ? 4 : 7));
+  const std::string wanted = stem + "/" + stem + ".mtx";
+
+  std::vector<std::string> candidates;
+  {
+    ArchiveReader reader;
+    OpenArchive(reader, path);
+    std::string entry;
+    while (NextFileEntry(reader, path, &entry)) {
+      if (entry == wanted) return {ReadEntryData(reader, path), path + "[" + entry + "]"};
+      if (EndsWith(entry, ".mtx")) candidates.push_back(entry);
+    }
+  }
+  if (candidates.empty()) Fail(path, 0, "the archive holds no .mtx file (expected " + wanted + ")");
+  if (candidates.size() > 1) {
+    Fail(path, 0,
+         "the archive holds " + std::to_string(candidates.size()) + " .mtx files and none is " +
+             wanted);
+  }
+  ArchiveReader reader;
+  OpenArchive(reader, path);
+  std::string entry;
+  while (NextFileEntry(reader, path, &entry)) {
+    if (entry == candidates[0]) return {ReadEntryData(reader, path), path + "[" + entry + "]"};
+  }
+  Fail(path, 0, "the archive changed while it was read");
+}
+
+void RejectBinary(std::string_view text, const std::string& name) {
+  const void* nul = std::memchr(text.data(), '\0', text.size());
+  if (!nul) return;
+  const size_t offset = static_cast<size_t>(static_cast<const char*>(nul) - text.data());
+  const int64_t line = std::count(text.data(), text.data() + offset, '\n') + 1;
+  Fail(name, line,
+       "binary data (a NUL byte at offset " + std::to_string(offset) + "), not a text file");
+}
+
+}  // namespace sparsetune::io_internal
