@@ -1,0 +1,155 @@
+#include "db/machine.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "base/hash.hpp"
+
+namespace sparsetune {
+
+namespace {
+
+std::string Trim(const std::string& text) {
+  size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return std::string();
+  size_t end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return Trim(line);
+}
+
+// "32K", "512K", "32768K", "1M" as in sysfs cache descriptions.
+int64_t ParseCacheSize(const std::string& text) {
+  if (text.empty()) return 0;
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (...) {
+    return 0;
+  }
+  std::string unit = text.substr(used);
+  if (unit == "K" || unit == "KiB") return value << 10;
+  if (unit == "M" || unit == "MiB") return value << 20;
+  if (unit == "G" || unit == "GiB") return value << 30;
+  return value;
+}
+
+void DetectCpu(MachineInfo& machine) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, physical_id = "0";
+  std::set<std::pair<std::string, std::string>> cores;
+  std::set<std::string> flags;
+  bool have_flags = false;
+  while (std::getline(in, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = Trim(line.substr(0, colon)), value = Trim(line.substr(colon + 1));
+    if (key == "model name" && machine.cpu_model.empty()) {
+      machine.cpu_model = value;
+    } else if (key == "physical id") {
+      physical_id = value;
+    } else if (key == "core id") {
+      cores.insert({physical_id, value});
+    } else if ((key == "flags" || key == "Features") && !have_flags) {
+      have_flags = true;
+      std::istringstream words(value);
+      for (std::string word; words >> word;) flags.insert(word);
+    }
+  }
+  // Only the features that change which code a compiler emits for our kernels.
+  static const char* kIsa[] = {"sse4_2",      "avx",      "avx2",     "fma",      "avx512f",
+                               "avx512bw",    "avx512vl", "avx512dq", "avx512cd", "avx512_vnni",
+                               "avx512_bf16", "amx_tile", "asimd",    "sve",      "sve2"};
+  for (const char* name : kIsa) {
+    if (!flags.count(name)) continue;
+    if (!machine.isa.empty()) machine.isa += ' ';
+    machine.isa += name;
+  }
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  machine.threads = online > 0 ? int(online) : 1;
+  machine.cores = cores.empty() ? machine.threads : int(cores.size());
+}
+
+void DetectCaches(MachineInfo& machine) {
+  const std::string base = "/sys/devices/system/cpu/cpu0/cache/index";
+  for (int index = 0; index < 16; ++index) {
+    std::string dir = base + std::to_string(index) + "/";
+    std::string level = ReadFirstLine(dir + "level");
+    if (level.empty()) break;
+    std::string type = ReadFirstLine(dir + "type");
+    int64_t size = ParseCacheSize(ReadFirstLine(dir + "size"));
+    if (level == "1" && type == "Data") machine.l1d_bytes = size;
+    if (level == "2" && type != "Instruction") machine.l2_bytes = size;
+    if (level == "3" && type != "Instruction") machine.l3_bytes = size;
+  }
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  if (machine.l1d_bytes == 0) machine.l1d_bytes = std::max(0L, sysconf(_SC_LEVEL1_DCACHE_SIZE));
+  if (machine.l2_bytes == 0) machine.l2_bytes = std::max(0L, sysconf(_SC_LEVEL2_CACHE_SIZE));
+  if (machine.l3_bytes == 0) machine.l3_bytes = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
+#endif
+}
+
+void DetectCompiler(MachineInfo& machine, const std::string& compiler) {
+  std::string command = compiler + " --version 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return;
+  char buffer[512];
+  std::string first;
+  if (fgets(buffer, sizeof buffer, pipe)) first = Trim(buffer);
+  // Drain so the child does not die of SIGPIPE while we wait for it.
+  while (fgets(buffer, sizeof buffer, pipe)) {
+  }
+  pclose(pipe);
+  machine.compiler = first;
+  // The version is the last word that starts with a digit and contains a dot:
+  // "c++ (Debian 12.2.0-14) 12.2.0", "Debian clang version 14.0.6".
+  std::istringstream words(first);
+  for (std::string word; words >> word;) {
+    if (!word.empty() && isdigit(static_cast<unsigned char>(word[0])) &&
+        word.find('.') != std::string::npos)
+      machine.compiler_version = word;
+  }
+}
+
+}  // namespace
+
+std::string MachineKey(const MachineInfo& machine) {
+  StableHasher hasher;
+  hasher.UpdateString("sparsetune-machine-1");
+  hasher.UpdateString(machine.cpu_model);
+  hasher.UpdateU64(uint64_t(machine.cores));
+  hasher.UpdateU64(uint64_t(machine.threads));
+  hasher.UpdateU64(uint64_t(machine.l1d_bytes));
+  hasher.UpdateU64(uint64_t(machine.l2_bytes));
+  hasher.UpdateU64(uint64_t(machine.l3_bytes));
+  hasher.UpdateString(machine.isa);
+  hasher.UpdateString(machine.compiler);
+  hasher.UpdateString(machine.compiler_version);
+  hasher.UpdateString(machine.flags);
+  return hasher.HexDigest();
+}
+
+MachineInfo DetectMachine(const std::string& compiler, const std::string& flags) {
+  MachineInfo machine;
+  DetectCpu(machine);
+  DetectCaches(machine);
+  DetectCompiler(machine, compiler);
+  machine.flags = flags;
+  return machine;
+}
+
+}  // namespace sparsetune
