@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "base/errors.hpp"
@@ -51,6 +53,22 @@ MeasurementRow ReadMeasurementRow(const Statement& stmt) {
   row.source = stmt.Text(18);
   row.created_at = stmt.Text(19);
   return row;
+}
+
+// Percent-encodes what a SQLite URI filename treats specially.
+std::string UriEscape(const std::string& path) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c <= ' ' || c >= 0x7f) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -129,16 +147,30 @@ std::unique_ptr<Database> Database::Open(const std::string& path, OpenMode mode)
 
   int flags = SQLITE_OPEN_READWRITE;
   if (mode == OpenMode::kReadWrite) {
+    // SQLite would silently fall back to reading; say so now instead of at the first write.
+    if (exists && ::access(path.c_str(), W_OK) != 0)
+      throw InputError(path, 0, "database is not writable (" + std::string(strerror(errno)) + ")");
     std::string parent = std::filesystem::path(path).parent_path().string();
     if (!parent.empty()) EnsureDirectory(parent);
     flags |= SQLITE_OPEN_CREATE;
   } else if (::access(path.c_str(), W_OK) != 0) {
-    // A database on read-only storage; a writable one is opened read-write (and held to reads
-    // with query_only) so WAL bookkeeping and schema upgrades work as usual.
+    // Not ours to write. (A writable file is opened read-write and held to reads with
+    // query_only, so WAL bookkeeping and schema upgrades work as usual.)
     flags = SQLITE_OPEN_READONLY;
   }
+  std::string target = path;
+  if (flags == SQLITE_OPEN_READONLY && !std::filesystem::exists(path + "-shm")) {
+    // SQLite cannot read a WAL database without its shared-memory file, and cannot create one
+    // in a directory it may not write: read such a database as immutable. No writer is active
+    // then (a writer keeps the -shm file while it has the database open).
+    std::string parent = std::filesystem::path(path).parent_path().string();
+    if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
+      target = "file:" + UriEscape(path) + "?immutable=1";
+      flags |= SQLITE_OPEN_URI;
+    }
+  }
   std::unique_ptr<Database> db(new Database(path, mode));
-  db->connection_ = std::make_unique<Connection>(path, flags);
+  db->connection_ = std::make_unique<Connection>(path, target, flags);
   db->Initialize();
   return db;
 }

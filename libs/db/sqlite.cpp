@@ -110,8 +110,9 @@ std::string Statement::Text(int column) const {
 
 // --- Connection -------------------------------------------------------------------------------
 
-Connection::Connection(const std::string& path, int flags) : path_(path) {
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+Connection::Connection(const std::string& path, const std::string& target, int flags)
+    : path_(path) {
+  int rc = sqlite3_open_v2(target.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);

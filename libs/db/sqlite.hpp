@@ -66,8 +66,9 @@ class Statement {
 
 class Connection {
  public:
-  // Throws InputError when the file cannot be opened.
-  Connection(const std::string& path, int flags);
+  // Opens `target` (path unless a URI is needed); messages name `path`. Throws InputError
+  // when the file cannot be opened.
+  Connection(const std::string& path, const std::string& target, int flags);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
