@@ -114,6 +114,78 @@ double SlowReal(const char*& p, const char* end, const char* what, const std::st
   return v;
 }
 
+namespace {
+
+constexpr uint64_t kPow10Int[] = {1ull,
+                                  10ull,
+                                  100ull,
+                                  1000ull,
+                                  10000ull,
+                                  100000ull,
+                                  1000000ull,
+                                  10000000ull,
+                                  100000000ull,
+                                  1000000000ull,
+                                  10000000000ull,
+                                  100000000000ull,
+                                  1000000000000ull,
+                                  10000000000000ull,
+                                  100000000000000ull,
+                                  1000000000000000ull,
+                                  10000000000000000ull,
+                                  100000000000000000ull,
+                                  1000000000000000000ull,
+                                  10000000000000000000ull};
+
+int BitLength(uint64_t x) {
+  return 64 - __builtin_clzll(x);
+}
+
+// 2^e for -1022 <= e <= 1023, built from its bits.
+double PowerOfTwo(int e) {
+  const uint64_t bits = static_cast<uint64_t>(1023 + e) << 52;
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+// Rounds m * 2^shift to the nearest double, where m has 63 or 64 significant bits and
+// `sticky` says whether nonzero bits were cut off below m. The sticky bit sits far below
+// the rounding position, so the one hardware conversion rounds as the exact value would.
+double RoundScaled(uint64_t m, bool sticky, int shift) {
+  return static_cast<double>(m | static_cast<uint64_t>(sticky)) * PowerOfTwo(shift);
+}
+
+}  // namespace
+
+bool ParseDecimalSlowPath(uint64_t w, int exponent, double* value) {
+  using u128 = unsigned __int128;
+  if (exponent >= 0 && exponent <= 19) {
+    const u128 product = static_cast<u128>(w) * kPow10Int[exponent];
+    const uint64_t high = static_cast<uint64_t>(product >> 64);
+    if (high == 0) {
+      *value = static_cast<double>(static_cast<uint64_t>(product));  // correctly rounded
+      return true;
+    }
+    const int cut = BitLength(high);  // bits beyond the low 64
+    const uint64_t top = static_cast<uint64_t>(product >> cut);
+    const bool sticky = (product & ((static_cast<u128>(1) << cut) - 1)) != 0;
+    *value = RoundScaled(top, sticky, cut);
+    return true;
+  }
+  if (exponent < 0 && exponent >= -19) {
+    // w / 10^k: shift w left so that the quotient has 63 or 64 bits, then round once.
+    const uint64_t divisor = kPow10Int[-exponent];
+    const int shift = 63 + BitLength(divisor) - BitLength(w);
+    const u128 numerator = static_cast<u128>(w) << shift;
+    const u128 quotient = numerator / divisor;
+    const bool sticky = numerator - quotient * divisor != 0;
+    *value = RoundScaled(static_cast<uint64_t>(quotient), sticky, -shift);
+    return true;
+  }
+  return false;
+}
+
 std::vector<std::string_view> SplitAtLines(const char* begin, const char* end, int parts) {
   std::vector<std::string_view> chunks;
   const char* start = begin;
