@@ -224,7 +224,9 @@ class Emitter {
         Line("value_t* __restrict tmp" + T + " = (value_t*)malloc(sizeof(value_t) * tmp" + T +
              "_size);");
       }
-      Line("#pragma omp for schedule(dynamic, chunk) nowait");
+      std::string clause;
+      for (int acc : n.reductions) clause += " reduction(+:acc" + std::to_string(acc) + ")";
+      Line("#pragma omp for schedule(dynamic, chunk) nowait" + clause);
     } else if (n.simd) {
       const NestNode& c = *n.children[0];
       Line(c.accumulator >= 0

@@ -54,6 +54,7 @@ struct NestNode {
   bool parallel = false;          // OpenMP work-sharing loop (dynamic schedule)
   bool simd = false;              // innermost loop: #pragma omp simd
   std::vector<int> thread_temps;  // parallel loops: temporaries allocated per thread
+  std::vector<int> reductions;    // parallel loops: accumulators declared outside, summed inside
 
   // kWhere: children[0] is the producer, children[1] the consumer.
   int temp = -1;

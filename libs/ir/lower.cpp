@@ -508,6 +508,15 @@ class Lowerer {
     };
     visit(nest_->root.get(), false);
     if (marked == 0) Fail("the parallel loop " + s_.parallel + " is not in the nest");
+    // A parallel loop between a reduce node and its compute sums the accumulator per thread.
+    for (const auto& site : sites_) {
+      if (site.compute->accumulator < 0) continue;
+      for (NestNode* l : site.loops) {
+        const bool below_reduce = std::find(site.update_loops.begin(), site.update_loops.end(),
+                                            l) == site.update_loops.end();
+        if (l->parallel && below_reduce) l->reductions.push_back(site.compute->accumulator);
+      }
+    }
     // Temporaries created inside a parallel loop are private to its threads.
     for (size_t t = 0; t < nest_->temps.size(); ++t) {
       for (NestNode* l : where_loops_[t]) {

@@ -1,0 +1,87 @@
+// Random valid schedules of the four WACO kernels, on random and real small tensors, must all
+// verify against the reference implementation.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "io/read.hpp"
+#include "ir/kernels.hpp"
+#include "measure/runner.hpp"
+#include "superschedule/random_schedule.hpp"
+#include "test_support.hpp"
+
+namespace sparsetune {
+namespace {
+
+struct Workload {
+  std::string label;
+  CooTensor tensor;
+};
+
+std::vector<Workload> Workloads(int order, uint64_t seed) {
+  std::vector<Workload> out;
+  std::mt19937_64 rng(seed);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<int64_t> dims;
+    for (int m = 0; m < order; ++m) dims.push_back(1 + int64_t(rng() % 37));
+    out.push_back({"random", testing::RandomSparse(dims, 20 + int64_t(rng() % 200), rng())});
+  }
+  const std::vector<std::string> real =
+      order == 2 ? std::vector<std::string>{"datasets/matrices/bcsstk01.mtx",
+                                            "datasets/matrices/lp_adlittle.mtx",
+                                            "datasets/matrices/west0067.mtx"}
+                 : std::vector<std::string>{"datasets/tensors/parti_3D_12031.tns"};
+  for (const auto& relative : real) {
+    const std::string path = testing::SharedPath(relative);
+    if (!path.empty()) out.push_back({relative, ReadTensorFile(path)});
+  }
+  return out;
+}
+
+void CheckRandomSchedules(const std::string& kernel, int schedules, uint64_t seed) {
+  const Expression e = KernelExpression(kernel);
+  const int order = static_cast<int>(e.sparse_input().indices.size());
+  std::vector<Workload> workloads = Workloads(order, seed);
+  std::mt19937_64 rng(seed * 7919 + 1);
+  Jit jit;
+  int ok = 0, refused = 0;
+  for (int n = 0; n < schedules; ++n) {
+    const Workload& w = workloads[n % workloads.size()];
+    std::map<std::string, int64_t> dense;
+    for (const auto& index : e.DenseOnlyIndices()) dense[index] = 1 + int64_t(rng() % 19);
+    IndexSizes sizes = ResolveIndexSizes(e, w.tensor.dims, dense);
+    const DType dtype = (n % 5 == 4) ? DType::kF64 : DType::kF32;
+    KernelRunner runner(e, w.tensor, sizes, dtype, jit);
+    Schedule s = SampleGenericSchedule(e, sizes, rng);
+    RunOptions options;
+    options.time = false;
+    RunResult r = runner.Run(s, options);
+    if (r.status == RunStatus::kFormatRefused) {
+      ++refused;
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << kernel << " on " << w.label << ": " << RunStatusName(r.status) << ": "
+                        << r.message << "\nschedule " << r.schedule_json << "\n"
+                        << r.nest << "source " << r.source_path;
+    ASSERT_TRUE(r.verified);
+    ++ok;
+  }
+  // Refusals are rare (padding cap); nearly every sample must have run.
+  EXPECT_GE(ok, schedules * 8 / 10) << refused << " refused";
+}
+
+TEST(RandomSchedules, Spmv) {
+  CheckRandomSchedules("spmv", 120, 1);
+}
+TEST(RandomSchedules, Spmm) {
+  CheckRandomSchedules("spmm", 120, 2);
+}
+TEST(RandomSchedules, Sddmm) {
+  CheckRandomSchedules("sddmm", 120, 3);
+}
+TEST(RandomSchedules, Mttkrp) {
+  CheckRandomSchedules("mttkrp", 120, 4);
+}
+
+}  // namespace
+}  // namespace sparsetune
