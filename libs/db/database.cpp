@@ -182,9 +182,20 @@ void Database::Initialize() {
 
   // Reading the header and the schema table is what fails on a file that is not SQLite.
   auto check = [&](bool allow_empty) {
-    int64_t application_id = conn.QueryInt("PRAGMA application_id");
-    int64_t version = conn.QueryInt("PRAGMA user_version");
-    int64_t objects = conn.QueryInt("SELECT count(*) FROM sqlite_master");
+    // One snapshot: another process may be creating the schema right now, and reading its id
+    // before and its tables after that commit would look like a foreign database.
+    const bool own_transaction = !conn.InTransaction();
+    if (own_transaction) conn.Exec("BEGIN");
+    int64_t application_id = 0, version = 0, objects = 0;
+    try {
+      application_id = conn.QueryInt("PRAGMA application_id");
+      version = conn.QueryInt("PRAGMA user_version");
+      objects = conn.QueryInt("SELECT count(*) FROM sqlite_master");
+    } catch (...) {
+      if (own_transaction) sqlite3_exec(conn.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    if (own_transaction) conn.Exec("COMMIT");
     if (application_id != kApplicationId) {
       if (application_id != 0 || objects > 0)
         throw InputError(path_, 0,

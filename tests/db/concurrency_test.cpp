@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -112,22 +113,22 @@ TEST_F(ConcurrencyTest, ParallelWritersKeepExactCounts) {
   ExpectConsistent(path);
 }
 
-// A child that writes until it is killed with SIGKILL; it reports its first commit on a pipe.
-pid_t SpawnWriterAndKill(const std::function<void(int)>& writer, int delay_ms) {
+// A child that writes until it is killed with SIGKILL: delay_ms after it has written `signals`
+// bytes to the pipe it is given (it writes one after its first commit).
+void SpawnWriterAndKill(const std::function<void(int)>& writer, int delay_ms, int signals = 1) {
   int fds[2];
-  if (pipe(fds) != 0) return -1;
+  ASSERT_EQ(pipe(fds), 0);
   pid_t pid = Spawn([&] {
     close(fds[0]);
     writer(fds[1]);
   });
   close(fds[1]);
   char byte;
-  EXPECT_EQ(read(fds[0], &byte, 1), 1);
+  for (int i = 0; i < signals; ++i) EXPECT_EQ(read(fds[0], &byte, 1), 1);
   close(fds[0]);
   std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   kill(pid, SIGKILL);
   EXPECT_EQ(WaitExit(pid), 128 + SIGKILL);
-  return pid;
 }
 
 TEST_F(ConcurrencyTest, SigkillMidWriteLeavesNoTornRows) {
@@ -196,7 +197,8 @@ TEST_F(ConcurrencyTest, SigkillDuringImportIsAllOrNothing) {
     }
     gzclose(out);
   }
-  for (int delay : {0, 20, 60}) {
+  // Killed mid-import at a few points, and once after the import finished.
+  for (int delay : {0, 40, 120, -1}) {
     const std::string path = Path("import" + std::to_string(delay) + ".db");
     Database::Open(path, OpenMode::kReadWrite);
     SpawnWriterAndKill(
@@ -204,13 +206,15 @@ TEST_F(ConcurrencyTest, SigkillDuringImportIsAllOrNothing) {
           auto db = Database::Open(path, OpenMode::kReadWrite);
           (void)!write(ready, "x", 1);
           db->ImportMeasurements(exported);
+          (void)!write(ready, "y", 1);
           pause();
         },
-        delay);
+        std::max(delay, 0), delay < 0 ? 2 : 1);
     auto db = Database::Open(path, OpenMode::kReadOnly);
     int64_t count = db->Statistics().measurements;
     EXPECT_TRUE(count == 0 || count == kRows) << count;
     EXPECT_EQ(db->Statistics().schedules, count);
+    if (delay < 0) EXPECT_EQ(count, kRows);
     ExpectConsistent(path);
   }
 }
