@@ -45,8 +45,13 @@ struct GenOptions {
 int64_t Count(const std::string& text, const char* option) {
   return ParseCount(text, std::string("--") + option);
 }
+// An optional count: `fallback` when absent; when given it must be positive, since 0 would
+// read as "absent" further on.
 int64_t CountOr(const std::string& text, const char* option, int64_t fallback) {
-  return text.empty() ? fallback : Count(text, option);
+  if (text.empty()) return fallback;
+  const int64_t value = Count(text, option);
+  if (value <= 0) throw InputError(std::string("--") + option + " must be positive");
+  return value;
 }
 
 template <typename Params>

@@ -281,6 +281,8 @@ TEST_F(GenFiles, CliBadOptionsExitTwo) {
       "uniform --rows 3G --nnz 5" + out,                // beyond int32
       "uniform --rows 10 --nnz 5 --density 0.1" + out,  // both
       "uniform --rows 10" + out,                        // neither
+      "uniform --rows 10 --nnz 0" + out,                // zero nnz
+      "blocked --rows 16 --block 4 --nblocks 0" + out,  // zero blocks
       "uniform --rows 10 --density 2" + out,            // density out of range
       "uniform --rows 10 --nnz 5 --frobnicate" + out,   // unknown option
       "uniform --rows 10 --nnz 5 --seed -3" + out,      // negative seed
