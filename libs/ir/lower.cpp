@@ -578,7 +578,9 @@ class Lowerer {
   }
 
   void MarkSimd(NestNode* n) {
-    if (n->kind == NestNode::Kind::kLoop && n->children[0]->kind == NestNode::Kind::kCompute) {
+    // Compressed loops stay scalar: their gathers through crd cost more than they save.
+    if (n->kind == NestNode::Kind::kLoop && n->loop_kind != LoopKind::kLevelC &&
+        n->children[0]->kind == NestNode::Kind::kCompute) {
       const NestNode* c = n->children[0].get();
       if (!c->atomic && !n->parallel) {
         if (c->accumulator >= 0) {
