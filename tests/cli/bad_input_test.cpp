@@ -157,4 +157,26 @@ TEST(BadInput, UnreadableFileFailsWithExitCode2) {
   EXPECT_NE(outcome.stderr_text.find("cannot open"), std::string::npos) << outcome.stderr_text;
 }
 
+TEST(ValidInput, EdgeCasesLoadWithExitCode0) {
+  char dir[] = "/tmp/sparsetune_valid_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"empty.mtx", "%%MatrixMarket matrix coordinate real general\n4 3 0\n"},
+      {"one.mtx", "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 -2.5\n"},
+      {"pattern.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n1 1\n3 1\n"},
+      {"crlf.mtx", "%%MatrixMarket matrix coordinate real general\r\n% c\r\n2 2 1\r\n2 1 3\r\n"},
+      {"tensor.tns", "# c\n1 2 3 1.5\n2 1 1 2\n"},
+  };
+  for (const auto& [name, text] : files) {
+    SCOPED_TRACE(name);
+    const std::string path = std::string(dir) + "/" + name;
+    { std::ofstream(path, std::ios::binary) << text; }
+    const Outcome outcome = RunInfo(path);
+    EXPECT_EQ(outcome.exit_code, 0) << outcome.stderr_text;
+    EXPECT_EQ(outcome.stderr_text, "");
+    unlink(path.c_str());
+  }
+  rmdir(dir);
+}
+
 }  // namespace
