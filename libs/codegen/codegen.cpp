@@ -262,6 +262,13 @@ class Emitter {
       Line("const int64_t " + I(n.var.index) + " = " + I(n.var.index) + "o * " + S(n.var.index) +
            " + " + var + ";");
     }
+    if (n.zero_prefix > 0) {
+      const auto& out = e_.tensors[0].indices;
+      const std::vector<std::string> fixed(out.begin(), out.begin() + n.zero_prefix);
+      const std::vector<std::string> rest(out.begin() + n.zero_prefix, out.end());
+      Line("memset(T0 + (" + Horner(fixed) + ") * (" + Product(rest) + "), 0, sizeof(value_t) * (" +
+           Product(rest) + "));");
+    }
     EmitNode(*n.children[0]);
     --depth_;
     Line("}");

@@ -55,6 +55,10 @@ struct NestNode {
   bool simd = false;              // innermost loop: #pragma omp simd
   std::vector<int> thread_temps;  // parallel loops: temporaries allocated per thread
   std::vector<int> reductions;    // parallel loops: accumulators declared outside, summed inside
+  // > 0: at the start of each iteration, clear the output slice whose first `zero_prefix`
+  // indices the enclosing loops fix (only this iteration writes it), instead of clearing the
+  // whole output up front: the slice is then still in cache when it is accumulated.
+  int zero_prefix = 0;
 
   // kWhere: children[0] is the producer, children[1] the consumer.
   int temp = -1;

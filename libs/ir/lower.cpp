@@ -547,8 +547,46 @@ class Lowerer {
       if (lhs.tensor == 0 && !update->atomic && OverwritesEachElementOnce(site)) {
         update->assign = true;
         nest_->zero_output = false;
+      } else if (lhs.tensor == 0) {
+        PlaceOutputClearing(site);
       }
     }
+  }
+
+  // Finds the deepest loop above the output's update such that it and every loop above it
+  // range densely over output indices, and the indices they fix form a prefix of the
+  // output's: each iteration of it owns one contiguous output slice.
+  void PlaceOutputClearing(const ComputeSite& site) {
+    if (e_.sparse_output_prefix > 0) return;
+    const auto& out = e_.tensors[0].indices;
+    NestNode* best = nullptr;
+    int best_prefix = 0;
+    std::vector<std::string> enclosing;
+    for (NestNode* l : site.update_loops) {
+      if (!Contains(out, l->var.index) || l->loop_kind == LoopKind::kLevelC) break;
+      enclosing.push_back(l->var.name);
+      int prefix = 0;
+      while (prefix < static_cast<int>(out.size())) {
+        bool fixed = true;
+        for (const auto& part : parts_.at(out[prefix])) fixed &= Contains(enclosing, part);
+        if (!fixed) break;
+        ++prefix;
+      }
+      // Every enclosing variable must belong to the fixed prefix, or slices would be cleared
+      // by several iterations.
+      bool exact = true;
+      for (const auto& name : enclosing) {
+        const auto& index = vars_.at(name).index;
+        exact &= std::find(out.begin(), out.begin() + prefix, index) != out.begin() + prefix;
+      }
+      if (prefix > 0 && exact) {
+        best = l;
+        best_prefix = prefix;
+      }
+    }
+    if (!best) return;
+    best->zero_prefix = best_prefix;
+    nest_->zero_output = false;
   }
 
   // True when the loops above the output's update visit each output element exactly once.
@@ -634,6 +672,8 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
       out += pad + "for " + n.var.name + " [" + kind +
              (n.level >= 0 ? " level " + std::to_string(n.level) : "") +
              (n.parallel ? ", parallel" : "") + (n.simd ? ", simd" : "") + "]\n";
+      if (n.zero_prefix > 0)
+        out += pad + "  zero the " + nest.expression.tensors[0].name + " slice\n";
       break;
     }
     case NestNode::Kind::kWhere: {
