@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <vector>
 
 #include "base/errors.hpp"
@@ -194,25 +195,38 @@ void WriteTensorFile(const CooTensor& tensor, const std::string& path, const std
   const ValueText value = !tensor.pattern_only ? ValueText::kValue
                           : tns                ? ValueText::kOne
                                                : ValueText::kNone;
-  // Entries are formatted in blocks of about 1 MiB of text; the blocks of one round are
-  // formatted in parallel, then written in order.
+  // Entries are formatted in blocks of about 1 MiB of text, the blocks of one round in
+  // parallel; a writer thread writes (and compresses) one round while the next is formatted.
+  // Two sets of buffers alternate: set r % 2 is free again once round r - 1 has been written.
   const int64_t bytes_per_entry = 12 * tensor.order() + 26;
   const int64_t block = std::max<int64_t>(1, (int64_t(1) << 20) / bytes_per_entry);
   constexpr int kBlocksPerRound = 8;
-  std::vector<std::vector<char>> buffers(kBlocksPerRound,
-                                         std::vector<char>(block * bytes_per_entry + 64));
-  std::vector<size_t> lengths(kBlocksPerRound);
+  struct Round {
+    std::vector<std::vector<char>> buffers;
+    std::vector<size_t> lengths;
+  };
+  Round rounds[2];
+  for (Round& r : rounds) {
+    r.buffers.assign(kBlocksPerRound, std::vector<char>(block * bytes_per_entry + 64));
+    r.lengths.assign(kBlocksPerRound, 0);
+  }
+  std::future<void> writing;
   const int64_t n = tensor.nnz();
   for (int64_t round = 0; round * block * kBlocksPerRound < n; ++round) {
+    Round& r = rounds[round % 2];
     const int64_t first = round * block * kBlocksPerRound;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int k = 0; k < kBlocksPerRound; ++k) {
       const int64_t begin = std::min(n, first + k * block), end = std::min(n, begin + block);
-      char* text = buffers[k].data();
-      lengths[k] = FormatEntries(tensor, begin, end, value, text) - text;
+      char* text = r.buffers[k].data();
+      r.lengths[k] = FormatEntries(tensor, begin, end, value, text) - text;
     }
-    for (int k = 0; k < kBlocksPerRound; ++k) output.Write(buffers[k].data(), lengths[k]);
+    if (writing.valid()) writing.get();  // rethrows a write error
+    writing = std::async(std::launch::async, [&output, &r] {
+      for (int k = 0; k < kBlocksPerRound; ++k) output.Write(r.buffers[k].data(), r.lengths[k]);
+    });
   }
+  if (writing.valid()) writing.get();
   output.Commit();
 }
 
