@@ -1,6 +1,7 @@
 #include "io/write.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <vector>
 
 #include "base/errors.hpp"
@@ -21,6 +23,49 @@ namespace {
 bool EndsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Temporary files being written. If the process is interrupted (SIGINT, SIGTERM, SIGHUP) a
+// handler removes them, so a killed run does not leave a hidden file of gigabytes behind.
+constexpr int kTempSlots = 16;
+std::atomic<const char*> g_temp_files[kTempSlots];
+
+extern "C" void RemoveTempFilesAndReraise(int signal_number) {
+  for (auto& slot : g_temp_files) {
+    if (const char* name = slot.load()) unlink(name);
+  }
+  signal(signal_number, SIG_DFL);
+  raise(signal_number);
+}
+
+// Installs the handler only for signals still at their default: a program that handles or
+// ignores them keeps its own behaviour.
+void InstallCleanupHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      if (sigaction(signal_number, nullptr, &old) != 0) continue;
+      if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+      struct sigaction action {};
+      action.sa_handler = RemoveTempFilesAndReraise;
+      sigemptyset(&action.sa_mask);
+      sigaction(signal_number, &action, nullptr);
+    }
+  });
+}
+
+int RegisterTempFile(const char* name) {
+  InstallCleanupHandlers();
+  for (int k = 0; k < kTempSlots; ++k) {
+    const char* expected = nullptr;
+    if (g_temp_files[k].compare_exchange_strong(expected, name)) return k;
+  }
+  return -1;  // more concurrent writes than slots: those just go without the cleanup
+}
+
+void UnregisterTempFile(int slot) {
+  if (slot >= 0) g_temp_files[slot].store(nullptr);
 }
 
 // The output goes to a temporary file next to the target and is renamed over it only once
@@ -35,9 +80,12 @@ class AtomicOutput {
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
     if (base.empty()) throw InputError(path, 0, "cannot write: the path names a directory");
     temp_ = dir + "." + base + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    slot_ = RegisterTempFile(temp_.c_str());  // before the file exists: no unguarded moment
     fd_ = open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0) {
-      throw InputError(path, 0, std::string("cannot create the file: ") + std::strerror(errno));
+      const int error = errno;
+      UnregisterTempFile(slot_);
+      throw InputError(path, 0, std::string("cannot create the file: ") + std::strerror(error));
     }
     if (compress) {
       // Level 1: about five times faster than the default level for 10% more bytes on this
@@ -47,6 +95,7 @@ class AtomicOutput {
         close(fd_);
         fd_ = -1;
         unlink(temp_.c_str());
+        UnregisterTempFile(slot_);
         throw InternalError(path + ": cannot start compression");
       }
       fd_ = -1;  // owned by gz_ now
@@ -55,10 +104,12 @@ class AtomicOutput {
   }
 
   ~AtomicOutput() {
-    if (committed_) return;
-    if (gz_ != nullptr) gzclose(gz_);
-    if (fd_ >= 0) close(fd_);
-    unlink(temp_.c_str());
+    if (!committed_) {
+      if (gz_ != nullptr) gzclose(gz_);
+      if (fd_ >= 0) close(fd_);
+      unlink(temp_.c_str());
+    }
+    UnregisterTempFile(slot_);
   }
 
   void Write(const char* data, size_t size) {
@@ -117,6 +168,7 @@ class AtomicOutput {
 
   std::string path_, temp_;
   int fd_ = -1;
+  int slot_ = -1;
   gzFile gz_ = nullptr;
   bool committed_ = false;
 };

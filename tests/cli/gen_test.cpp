@@ -1,6 +1,7 @@
 // The tensor writer and `sparsetune gen`, run as a real process.
 
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -159,6 +160,29 @@ TEST_F(GenFiles, FailedWriteIsInternalErrorAndLeavesNoFile) {
   const std::string err = ReadText(Path("err.txt"));
   EXPECT_NE(err.find(Path("big.mtx")), std::string::npos) << err;
   EXPECT_EQ(List(), (std::vector<std::string>{"err.txt"}));
+}
+
+TEST_F(GenFiles, KilledWhileWritingLeavesNoFile) {
+  const std::string out = Path("big.mtx");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(SPARSETUNE_BINARY, SPARSETUNE_BINARY, "gen", "uniform", "--rows", "1M", "--nnz", "5M",
+          "-o", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait for the temporary file, then interrupt the write.
+  bool seen = false;
+  for (int k = 0; k < 20000 && !seen; ++k) {
+    for (const std::string& name : List()) seen = seen || name.rfind(".big.mtx.tmp", 0) == 0;
+    if (!seen) usleep(1000);
+  }
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!seen || WIFEXITED(status)) GTEST_SKIP() << "the write finished before it was interrupted";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  EXPECT_EQ(List(), std::vector<std::string>{});
 }
 
 // Round trips need the readers.
