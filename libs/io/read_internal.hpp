@@ -14,7 +14,8 @@
 
 namespace sparsetune::io_internal {
 
-// Owns a byte buffer without zero-filling it first (files can be hundreds of MB).
+// Owns a byte buffer without zero-filling it first (files can be hundreds of MB): either
+// malloc'd memory or a read-only mapping of a file.
 class Bytes {
  public:
   Bytes() = default;
@@ -22,7 +23,10 @@ class Bytes {
   Bytes& operator=(const Bytes&) = delete;
   Bytes(Bytes&& other) noexcept { *this = std::move(other); }
   Bytes& operator=(Bytes&& other) noexcept;
-  ~Bytes() { std::free(data_); }
+  ~Bytes() { Release(); }
+
+  // Maps `size` bytes of the open file `fd` read-only; false when the system refuses.
+  bool Map(int fd, size_t size);
 
   char* data() { return data_; }
   const char* data() const { return data_; }
@@ -38,9 +42,12 @@ class Bytes {
   }
 
  private:
+  void Release();
+
   char* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  bool mapped_ = false;
 };
 
 // The contents of a file, decompressed, and the name to use in messages.

@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -59,6 +60,15 @@ Bytes ReadAll(const std::string& path) {
   CheckRegularOrStream(path, st);
 
   Bytes bytes;
+  // Large regular files are mapped: on this kind of machine, copying 300 MB into fresh memory
+  // with read() costs as much as parsing it, a populated mapping a tenth of that. (A file
+  // truncated by another process while it is parsed would fault; that is not an input error.)
+  constexpr off_t kMapAtLeast = off_t(16) << 20;
+  if (S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast &&
+      static_cast<uint64_t>(st.st_size) <= static_cast<uint64_t>(SIZE_MAX) &&
+      bytes.Map(file.fd, static_cast<size_t>(st.st_size))) {
+    return bytes;
+  }
   // A regular file's size is a hint only: the file may change while it is read.
   size_t capacity =
       S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : size_t(1) << 16;
@@ -136,18 +146,57 @@ Bytes ReadEntryData(ArchiveReader& reader, const std::string& path) {
 
 Bytes& Bytes::operator=(Bytes&& other) noexcept {
   if (this != &other) {
-    std::free(data_);
+    Release();
     data_ = other.data_;
     size_ = other.size_;
     capacity_ = other.capacity_;
+    mapped_ = other.mapped_;
     other.data_ = nullptr;
     other.size_ = other.capacity_ = 0;
+    other.mapped_ = false;
   }
   return *this;
 }
 
+void Bytes::Release() {
+  if (mapped_) {
+    ::munmap(data_, capacity_);
+  } else {
+    std::free(data_);
+  }
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+  mapped_ = false;
+}
+
+bool Bytes::Map(int fd, size_t size) {
+  Release();
+  if (size == 0) return false;
+  int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+  flags |= MAP_POPULATE;  // fault every page in at once, not one by one while parsing
+#endif
+  void* p = ::mmap(nullptr, size, PROT_READ, flags, fd, 0);
+  if (p == MAP_FAILED) return false;
+  data_ = static_cast<char*>(p);
+  size_ = capacity_ = size;
+  mapped_ = true;
+  return true;
+}
+
 void Bytes::Reserve(size_t capacity) {
   if (capacity <= capacity_) return;
+  if (mapped_) {  // a mapping cannot grow: continue in allocated memory
+    char* copy = static_cast<char*>(std::malloc(capacity));
+    if (!copy) throw std::bad_alloc();
+    std::memcpy(copy, data_, size_);
+    const size_t size = size_;
+    Release();
+    data_ = copy;
+    size_ = size;
+    capacity_ = capacity;
+    return;
+  }
   void* grown = std::realloc(data_, capacity);
   if (!grown) throw std::bad_alloc();
   data_ = static_cast<char*>(grown);

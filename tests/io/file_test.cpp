@@ -1,6 +1,8 @@
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <string>
@@ -151,6 +153,39 @@ TEST(ReadTensorFile, FileErrors) {
   ExpectFileError(dir.Write("trailing.mtx.gz", gz + "junk"), "trailing garbage");
   ExpectFileError(dir.Write("plain.mtx.gz", kSmall), "not gzip data");
   ExpectFileError(dir.Write("bad.mtx", kSmall + "1 1 1\n"), "more entries", 5);
+}
+
+TEST(ReadTensorFile, LargeFilesAreMappedAndReadTheSame) {
+  // Above 16 MB plain files are mapped rather than read; the result must not change.
+  std::string text = "%%MatrixMarket matrix coordinate real general\n1000 1000 900000\n";
+  for (int e = 0; e < 900000; ++e) {
+    text += std::to_string(e % 1000 + 1) + " " + std::to_string(e / 900 + 1) + " " +
+            std::to_string(e % 977) + ".06250000\n";
+  }
+  ASSERT_GT(text.size(), size_t(16) << 20);
+  TempDir dir;
+  const CooTensor mapped = ReadTensorFile(dir.Write("big.mtx", text));
+  const CooTensor parsed = ParseMatrixMarket(text, "big.mtx");
+  EXPECT_EQ(mapped.nnz(), 900000);
+  EXPECT_EQ(mapped.coords, parsed.coords);
+  EXPECT_EQ(mapped.values, parsed.values);
+  EXPECT_EQ(mapped.duplicates_summed, 0);
+}
+
+TEST(Bytes, AMappedBufferGrowsIntoAllocatedMemory) {
+  TempDir dir;
+  const std::string path = dir.Write("m.txt", "mapped text");
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  io_internal::Bytes bytes;
+  ASSERT_TRUE(bytes.Map(fd, 11));
+  ::close(fd);
+  EXPECT_EQ(bytes.view(), "mapped text");
+  bytes.Resize(100);
+  EXPECT_EQ(std::string_view(bytes.data(), 11), "mapped text");
+  io_internal::Bytes moved = std::move(bytes);
+  EXPECT_EQ(moved.size(), 100u);
+  EXPECT_EQ(bytes.size(), 0u);
 }
 
 TEST(ReadTensorFile, TrailingZeroPaddingAfterGzipIsIgnored) {
