@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -31,13 +32,20 @@ struct RunCommandOptions {
 void RunRun(const RunCommandOptions& o, Context& context) {
   ResolvedKernel k = ResolveKernel(o.kernel);
   // Everything about the schedule is checked before the tensor is read or a compiler runs.
-  Schedule schedule = LoadSchedule(o.schedule, k.expression);
+  const bool random = IsRandomScheduleSpec(o.schedule);
+  std::mt19937_64 rng(random ? RandomScheduleSeed(o.schedule) : 0);
+  Schedule schedule = random ? Schedule() : LoadSchedule(o.schedule, k.expression);
   if (o.threads >= 0) schedule.threads = o.threads;
 
   std::vector<std::string> warnings;
   CooTensor tensor = ReadTensorFile(o.file, &warnings);
   for (const auto& w : warnings) std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
   IndexSizes sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
+  auto sample = [&] {
+    schedule = SampleSchedule(k.name, k.expression, sizes, rng);
+    if (o.threads >= 0) schedule.threads = o.threads;
+  };
+  if (random) sample();
   LowerOutcome lowered = Lower(k.expression, schedule);
   if (!lowered.nest) throw InputError(o.schedule, 0, "invalid schedule: " + lowered.error);
 
@@ -47,6 +55,11 @@ void RunRun(const RunCommandOptions& o, Context& context) {
   options.verify = o.verify;
   options.mode = o.baked ? CodegenMode::kBaked : CodegenMode::kRuntimeParameters;
   RunResult r = runner.Run(schedule, options);
+  // A sampled format may pad past the cap on this tensor: the seed's next draws stand in.
+  for (int redraw = 0; random && r.status == RunStatus::kFormatRefused && redraw < 100; ++redraw) {
+    sample();
+    r = runner.Run(schedule, options);
+  }
   if (r.status == RunStatus::kFormatRefused) {
     throw InputError(o.schedule, 0, "the format does not apply to " + o.file + ": " + r.message);
   }
@@ -101,7 +114,9 @@ void RegisterRun(CLI::App& app, Context& context) {
       app.add_subcommand("run", "Run one schedule: pack, generate, compile, verify, time");
   sub->add_option("FILE", o->file, "Sparse matrix or tensor file")->required();
   AddKernelOptions(sub, o->kernel);
-  sub->add_option("--schedule,-s", o->schedule, "Schedule JSON file, or 'default' (FixedCSR)");
+  sub->add_option("--schedule,-s", o->schedule,
+                  "Schedule JSON file, 'default' (FixedCSR) or 'random:SEED' (a sampled valid "
+                  "schedule; a WACO SuperSchedule for spmv, spmm, sddmm, mttkrp)");
   sub->add_option("--threads,-t", o->threads, "Override the schedule's thread count (0: all)");
   sub->add_flag("--verify,!--no-verify", o->verify,
                 "Check the result against the reference (default on)");

@@ -4,7 +4,10 @@
 #include <sstream>
 
 #include "base/errors.hpp"
+#include "base/paths.hpp"
 #include "ir/kernels.hpp"
+#include "superschedule/random_schedule.hpp"
+#include "superschedule/waco_template.hpp"
 
 namespace sparsetune::cli {
 
@@ -69,6 +72,39 @@ nlohmann::json ReadJsonFile(const std::string& path) {
 Schedule LoadSchedule(const std::string& spec, const Expression& expression) {
   if (spec.empty() || spec == "default") return FixedCsrSchedule(expression);
   return Schedule::FromJson(ReadJsonFile(spec), spec);
+}
+
+bool IsRandomScheduleSpec(const std::string& spec) {
+  return spec.rfind("random:", 0) == 0;
+}
+
+uint64_t RandomScheduleSeed(const std::string& spec) {
+  const std::string digits = spec.substr(std::string("random:").size());
+  if (digits.empty() || digits.size() > 19 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    throw InputError("--schedule " + spec + ": the seed must be a non-negative integer (random:7)");
+  }
+  return std::stoull(digits);
+}
+
+Schedule SampleSchedule(const std::string& kernel, const Expression& expression,
+                        const std::map<std::string, int64_t>& sizes, std::mt19937_64& rng) {
+  if (auto waco = WacoTemplate::ForKernel(kernel)) {
+    return waco->ToSchedule(waco->Sample(sizes, rng));
+  }
+  GenericSampleOptions options;
+  options.max_threads = HardwareThreads();
+  return SampleGenericSchedule(expression, sizes, rng, options);
+}
+
+void AddDatabaseOption(CLI::App* sub, std::string& path) {
+  sub->add_option("--db", path,
+                  "Schedule database (default: $SPARSETUNE_DB, else sparsetune.db under the XDG "
+                  "data home)");
+}
+
+std::string DatabasePathOrDefault(const std::string& path) {
+  return path.empty() ? DefaultDatabasePath() : path;
 }
 
 }  // namespace sparsetune::cli

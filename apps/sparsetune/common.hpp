@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -39,5 +40,18 @@ nlohmann::json ReadJsonFile(const std::string& path);
 
 // "default" (FixedCSR) or a JSON file.
 Schedule LoadSchedule(const std::string& spec, const Expression& expression);
+
+// "random:SEED" asks for a sampled schedule, drawn once the tensor's sizes are known.
+bool IsRandomScheduleSpec(const std::string& spec);
+// The seed of "random:SEED"; throws InputError when SEED is not a non-negative integer.
+uint64_t RandomScheduleSeed(const std::string& spec);
+// A valid schedule: the kernel's WACO SuperSchedule template for spmv, spmm, sddmm and
+// mttkrp, the generic sampler for anything else.
+Schedule SampleSchedule(const std::string& kernel, const Expression& expression,
+                        const std::map<std::string, int64_t>& sizes, std::mt19937_64& rng);
+
+// --db FILE (default: $SPARSETUNE_DB, else sparsetune.db under the XDG data home).
+void AddDatabaseOption(CLI::App* sub, std::string& path);
+std::string DatabasePathOrDefault(const std::string& path);
 
 }  // namespace sparsetune::cli
