@@ -361,17 +361,21 @@ Entries ParseCoordinate(const Header& h, const char* end, const std::string& nam
         parse(chunk.data(), chunk.data() + chunk.size(), h.data_line, h, h.entries, name, &part);
       });
   int64_t stored = 0;
+  bool failed = false;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (errors[k]) {
       try {
         std::rethrow_exception(errors[k]);
       } catch (const InputError&) {
-        return sequential();  // names the first bad line of the file
+        failed = true;
       }
     }
     stored += parts[k].stored;
   }
-  if (stored != h.entries) return sequential();
+  if (failed || stored != h.entries) {
+    parts.clear();
+    return sequential();  // names the first bad line of the file
+  }
   Entries& all = parts[0];
   for (size_t k = 1; k < parts.size(); ++k) {
     all.row.insert(all.row.end(), parts[k].row.begin(), parts[k].row.end());

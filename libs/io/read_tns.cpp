@@ -137,7 +137,13 @@ CooTensor ParseTns(std::string_view text, const std::string& name, const ParseOp
   const int threads = ChooseThreads(bytes, options.threads, options.min_chunk_bytes);
   const std::vector<std::string_view> chunks = SplitAtLines(p, end, threads);
   std::vector<int64_t> line_counts(chunks.size());
-  for (size_t k = 0; k < chunks.size(); ++k) line_counts[k] = CountLines(chunks[k]);
+  // Room per chunk: its lines, but no more than entries of the shortest form ("1 1 1 1\n")
+  // could fill, so that a file of blank lines reserves little.
+  const int64_t shortest_entry = 2 * (layout.order + 1);
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    line_counts[k] = std::min(CountLines(chunks[k]),
+                              static_cast<int64_t>(chunks[k].size()) / shortest_entry + 1);
+  }
   int64_t total_lines = 0;
   for (int64_t n : line_counts) total_lines += n;
 

@@ -141,6 +141,7 @@ TEST(ReadTensorFile, FileErrors) {
   TempDir dir;
   ExpectFileError(dir.path() + "/missing.mtx", "cannot open: No such file or directory");
   ExpectFileError(dir.path(), "is a directory");
+  ExpectFileError(dir.Write("plain.mtx", kSmall) + "/inside.mtx", "cannot open: Not a directory");
   ExpectFileError(dir.Write("empty.mtx", ""), "empty file");
   ExpectFileError(dir.Write("empty.mtx.gz", ""), "empty file");
   ExpectFileError(dir.Write("empty.tns", ""), "empty file");
