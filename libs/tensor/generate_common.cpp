@@ -5,6 +5,7 @@
 
 #include "tensor/generate.hpp"
 #include "tensor/generate_internal.hpp"
+#include "tensor/sort.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -28,59 +29,7 @@ KeyLayout::KeyLayout(std::vector<int64_t> d) : dims(std::move(d)) {
 }
 
 void RadixSortUnique(std::vector<uint64_t>& keys, int bits) {
-  const int64_t n = static_cast<int64_t>(keys.size());
-  if (n <= (int64_t(1) << 15)) {
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    return;
-  }
-  int threads = 1;
-#ifdef _OPENMP
-  threads = std::max(1, omp_get_max_threads());
-#endif
-  const int64_t per = (n + threads - 1) / threads;
-  std::vector<uint64_t> tmp(n);
-  std::vector<std::array<int64_t, 256>> hist(threads);
-  for (int shift = 0; shift < bits; shift += 8) {
-#pragma omp parallel num_threads(threads)
-    {
-      int t = 0;
-#ifdef _OPENMP
-      t = omp_get_thread_num();
-#endif
-      auto& h = hist[t];
-      h.fill(0);
-      const int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
-      for (int64_t e = begin; e < end; ++e) ++h[(keys[e] >> shift) & 255];
-    }
-    // A pass where every key has the same digit changes nothing.
-    bool trivial = false;
-    for (int d = 0; d < 256 && !trivial; ++d) {
-      int64_t total = 0;
-      for (int t = 0; t < threads; ++t) total += hist[t][d];
-      trivial = total == n;
-    }
-    if (trivial) continue;
-    int64_t running = 0;
-    for (int d = 0; d < 256; ++d) {
-      for (int t = 0; t < threads; ++t) {
-        const int64_t c = hist[t][d];
-        hist[t][d] = running;
-        running += c;
-      }
-    }
-#pragma omp parallel num_threads(threads)
-    {
-      int t = 0;
-#ifdef _OPENMP
-      t = omp_get_thread_num();
-#endif
-      auto& offset = hist[t];
-      const int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
-      for (int64_t e = begin; e < end; ++e) tmp[offset[(keys[e] >> shift) & 255]++] = keys[e];
-    }
-    keys.swap(tmp);
-  }
+  RadixSort(keys, bits);
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
 }
 
