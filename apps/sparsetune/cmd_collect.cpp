@@ -27,6 +27,7 @@
 
 #include "base/errors.hpp"
 #include "base/hash.hpp"
+#include "base/paths.hpp"
 #include "codegen/codegen.hpp"
 #include "commands.hpp"
 #include "common.hpp"
@@ -81,14 +82,84 @@ bool IsListFileName(const std::string& name) {
   return EndsWith(name, ".list") || EndsWith(name, ".txt");
 }
 
-// Files, directories (every matrix or tensor file below them, sorted) and list files (one
-// path per line, the first tab-separated field; relative to the list's folder; '#' comments).
-std::vector<std::string> ExpandPaths(const std::vector<std::string>& paths) {
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::string(value) : fallback;
+}
+
+// The files of a corpus manifest (datasets/corpus/corpus.tsv: name, kernels, nnz, source)
+// for one kernel. shared:PATH sources live in the shared datasets folder
+// ($SPARSETUNE_SHARED_DATASETS, else ../shared/datasets beside the checkout holding the
+// manifest); generated ones in the corpus cache ($SPARSETUNE_CORPUS_CACHE, else
+// sparsetune/corpus under the XDG cache home), put there by scripts/collect_training_data.sh.
+std::vector<std::string> ManifestFiles(const std::string& manifest, const std::string& kernel) {
+  std::ifstream in(manifest);
+  if (!in) throw InputError(manifest, 0, "cannot open the manifest");
+  const fs::path checkout = fs::absolute(manifest).parent_path().parent_path().parent_path();
+  const fs::path shared =
+      EnvOr("SPARSETUNE_SHARED_DATASETS", (checkout.parent_path() / "shared/datasets").string());
+  const fs::path cache = EnvOr("SPARSETUNE_CORPUS_CACHE", XdgCacheHome() + "/sparsetune/corpus");
+  std::vector<std::string> out;
+  std::string line;
+  int64_t number = 0;
+  bool header = false;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> fields;
+    for (size_t start = 0;;) {
+      const size_t tab = line.find('\t', start);
+      fields.push_back(line.substr(start, tab - start));
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    if (!header) {
+      if (fields.size() < 4 || fields[0] != "name" || fields[1] != "kernels" ||
+          fields[3] != "source")
+        throw InputError(manifest, number, "expected the header name, kernels, nnz, source");
+      header = true;
+      continue;
+    }
+    if (fields.size() < 4) throw InputError(manifest, number, "expected 4 tab-separated fields");
+    if (("," + fields[1] + ",").find("," + kernel + ",") == std::string::npos) continue;
+    const std::string& source = fields[3];
+    fs::path file;
+    if (source.rfind("shared:", 0) == 0) {
+      file = shared / source.substr(7);
+    } else if (source.rfind("gen ", 0) == 0) {
+      const bool tensor = source.find("tensor3") != std::string::npos;
+      file = cache / "files" / (fields[0] + (tensor ? ".tns" : ".mtx"));
+    } else {
+      throw InputError(manifest, number, "a source is shared:PATH or a gen command");
+    }
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) {
+      throw InputError(manifest, number,
+                       file.string() + " does not exist" +
+                           (source[0] == 'g' ? " (generate the corpus with "
+                                               "scripts/collect_training_data.sh "
+                                               "--materialize-only)"
+                                             : ""));
+    }
+    out.push_back(file.string());
+  }
+  if (!header) throw InputError(manifest, number, "no header: expected name, kernels, nnz, source");
+  return out;
+}
+
+// Files, directories (every matrix or tensor file below them, sorted), list files (one path
+// per line, the first tab-separated field; relative to the list's folder; '#' comments) and
+// corpus manifests (.tsv).
+std::vector<std::string> ExpandPaths(const std::vector<std::string>& paths,
+                                     const std::string& kernel) {
   std::vector<std::string> out;
   for (const auto& path : paths) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw InputError(path, 0, "no such file or directory");
-    if (fs::is_directory(path, ec)) {
+    if (EndsWith(path, ".tsv")) {
+      std::vector<std::string> files = ManifestFiles(path, kernel);
+      out.insert(out.end(), files.begin(), files.end());
+    } else if (fs::is_directory(path, ec)) {
       std::vector<std::string> found;
       for (const auto& entry : fs::recursive_directory_iterator(path)) {
         if (entry.is_regular_file() && IsTensorFileName(entry.path().filename().string()))
@@ -401,6 +472,35 @@ std::vector<Candidate> CandidatesFor(const ResolvedKernel& k, const IndexSizes& 
   return out;
 }
 
+// Verifies first and times only when the verifying run stayed under the limit: a schedule
+// that is far too slow costs one run instead of two.
+RunResult VerifyThenTime(KernelRunner& runner, const Schedule& schedule,
+                         const RunOptions& options) {
+  RunOptions verify = options;
+  verify.time = false;
+  const auto start = Clock::now();
+  RunResult checked = runner.Run(schedule, verify);
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (!checked.ok()) return checked;
+  // The pack time may be that of an earlier, cached pack: the estimate errs towards timing.
+  const double run_ms = ms - checked.pack_ms;
+  if (run_ms > options.timing.max_ms_per_run) {
+    checked.status = RunStatus::kTimedOut;
+    checked.message = "the verifying run took " + std::to_string(run_ms) +
+                      " ms, over the limit of " + std::to_string(options.timing.max_ms_per_run) +
+                      " ms";
+    return checked;
+  }
+  RunOptions time = options;
+  time.verify = false;
+  RunResult timed = runner.Run(schedule, time);
+  timed.verified = checked.verified;
+  timed.max_relative_error = checked.max_relative_error;
+  timed.pack_ms = checked.pack_ms;
+  timed.compile_ms = checked.compile_ms;
+  return timed;
+}
+
 std::string ReasonOf(const std::string& failure) {
   return failure.substr(0, failure.find(':'));
 }
@@ -410,7 +510,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
   ResolvedKernel k = ResolveKernel(o.kernel);
   if (o.samples < 0) throw InputError("--samples must be at least 0");
   if (!(o.max_ms > 0)) throw InputError("--max-ms must be positive");
-  const std::vector<std::string> files = ExpandPaths(o.paths);
+  const std::vector<std::string> files = ExpandPaths(o.paths, k.name);
   const std::string db_path = DatabasePathOrDefault(o.db);
 
   Tally tally;
@@ -577,7 +677,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
         watchdog.Arm(hard_limit_s, stuck, if_fired.ToJson().dump());
         RunResult r;
         try {
-          r = runner->Run(c->schedule, run_options);
+          r = VerifyThenTime(*runner, c->schedule, run_options);
         } catch (const std::exception& e) {
           r.status = RunStatus::kInvalidSchedule;
           r.message = e.what();
@@ -655,8 +755,8 @@ void RegisterCollect(CLI::App& app, Context& context) {
       "Training data: FixedCSR and N sampled schedules per matrix, packed, compiled, verified, "
       "timed and stored in the database; a rerun skips what is already there");
   sub->add_option("PATH", o->paths,
-                  "Matrix or tensor files, directories of them, or list files (.list/.txt, one "
-                  "path per line)")
+                  "Matrix or tensor files, directories of them, list files (.list/.txt, one "
+                  "path per line) or a corpus manifest (.tsv, datasets/corpus/corpus.tsv)")
       ->required();
   sub->add_option("--kernel,-k", o->kernel.kernel, "Named kernel (spmv, spmm, sddmm, mttkrp, ...)")
       ->required();
