@@ -50,27 +50,60 @@ bool CooTensor::IsCanonical() const {
 void CooTensor::Canonicalize() {
   const int64_t n = nnz();
   if (n == 0 || IsCanonical()) return;
-  std::vector<int64_t> extents(dims.begin(), dims.end());
-  std::vector<const int32_t*> keys;
-  for (auto& c : coords) keys.push_back(c.data());
-  std::vector<int64_t> perm = SortedPermutation(keys, extents, n);
+  const int order_ = order();
+  std::vector<int> bits(order_);
+  int total_bits = 0;
+  for (int m = 0; m < order_; ++m) total_bits += bits[m] = CoordinateBits(dims[m]);
 
-  std::vector<std::vector<int32_t>> new_coords(order());
-  for (auto& c : new_coords) c.reserve(n);
+  std::vector<std::vector<int32_t>> new_coords(order_);
   std::vector<double> new_values;
   new_values.reserve(n);
+  for (auto& c : new_coords) c.reserve(n);
   int64_t merged = 0;
-  for (int64_t r = 0; r < n; ++r) {
-    const int64_t e = perm[r];
+  auto append = [&](const int32_t* c, double value) {
     bool same = !new_values.empty();
-    for (int m = 0; m < order() && same; ++m) same = new_coords[m].back() == coords[m][e];
+    for (int m = 0; m < order_ && same; ++m) same = new_coords[m].back() == c[m];
     if (same) {
-      new_values.back() += values[e];
+      new_values.back() += value;
       ++merged;
-      continue;
+      return;
     }
-    for (int m = 0; m < order(); ++m) new_coords[m].push_back(coords[m][e]);
-    new_values.push_back(values[e]);
+    for (int m = 0; m < order_; ++m) new_coords[m].push_back(c[m]);
+    new_values.push_back(value);
+  };
+
+  if (total_bits <= 64) {
+    // Sort the entries themselves as (packed coordinates, value): no random gathers afterwards.
+    std::vector<std::pair<uint64_t, double>> items(n);
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < n; ++e) {
+      uint64_t key = 0;
+      for (int m = 0; m < order_; ++m)
+        key = (bits[m] ? key << bits[m] : key) | uint64_t(coords[m][e]);
+      items[e] = {key, values[e]};
+    }
+    coords.clear();
+    values.clear();
+    RadixSortPairs(items, total_bits);
+    std::vector<int32_t> c(order_);
+    for (const auto& [key, value] : items) {
+      uint64_t rest = key;
+      for (int m = order_ - 1; m >= 0; --m) {
+        c[m] = static_cast<int32_t>(bits[m] ? rest & ((uint64_t(1) << bits[m]) - 1) : 0);
+        rest = bits[m] ? rest >> bits[m] : rest;
+      }
+      append(c.data(), value);
+    }
+  } else {
+    std::vector<const int32_t*> keys;
+    for (auto& c : coords) keys.push_back(c.data());
+    std::vector<int64_t> perm =
+        SortedPermutation(keys, std::vector<int64_t>(dims.begin(), dims.end()), n);
+    std::vector<int32_t> c(order_);
+    for (int64_t r = 0; r < n; ++r) {
+      for (int m = 0; m < order_; ++m) c[m] = coords[m][perm[r]];
+      append(c.data(), values[perm[r]]);
+    }
   }
   coords = std::move(new_coords);
   values = std::move(new_values);

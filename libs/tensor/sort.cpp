@@ -93,6 +93,14 @@ void RadixSort(std::vector<uint64_t>& keys, int bits) {
   RadixSortBy(keys, bits, [](uint64_t k) { return k; });
 }
 
+void RadixSortPairs(std::vector<std::pair<uint64_t, double>>& items, int bits) {
+  RadixSortBy(items, bits, [](const std::pair<uint64_t, double>& p) { return p.first; });
+}
+
+int CoordinateBits(int64_t extent) {
+  return BitsFor(extent);
+}
+
 std::vector<int64_t> SortedPermutation(const std::vector<const int32_t*>& keys,
                                        const std::vector<int64_t>& extents, int64_t n) {
   std::vector<int> bits;
