@@ -1,3 +1,6 @@
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <limits>
@@ -99,6 +102,18 @@ void CheckDimension(int64_t value, const char* what) {
   if (value > kMaxDimension) {
     throw InputError(std::string(what) + " = " + std::to_string(value) +
                      " exceeds the largest dimension, 2147483647 (coordinates are 32-bit)");
+  }
+}
+
+void CheckEntryBudget(double expected) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page > 0 ? double(pages) * double(page) : 16e9;
+  // About 40 bytes per entry while generating (coordinates, keys, values, sort buffers).
+  const double limit = std::min(2147483647.0, 0.5 * memory / 40.0);
+  if (expected > limit) {
+    throw InputError("the request would make about " + std::to_string(int64_t(expected)) +
+                     " nonzeros, more than the " + std::to_string(int64_t(limit)) +
+                     " this machine can generate and store (32-bit positions, memory)");
   }
 }
 

@@ -102,6 +102,7 @@ CooTensor GenerateDnn(const DnnParams& p) {
   }
 
   gen::CheckFraction(p.density, "density");
+  gen::CheckEntryBudget(double(p.rows) * double(p.cols) * p.density);
   int64_t unit_rows = 1, unit_cols = 1;
   if (p.structure != DnnStructure::kUnstructured) {
     if (p.block < 1 || p.block > 4096) {

@@ -269,6 +269,9 @@ std::vector<int32_t> RandomPermutation(int64_t n, uint64_t seed, uint64_t index)
 // Argument checks shared by the generators; each throws InputError naming `what`.
 void CheckDimension(int64_t value, const char* what);
 void CheckFraction(double value, const char* what);  // in (0, 1]
-int64_t Product(const std::vector<int64_t>& dims);   // saturates at INT64_MAX
+// Refuses a request whose expected entry count cannot be stored: positions are 32-bit, and
+// the entries must fit comfortably in this machine's memory.
+void CheckEntryBudget(double expected_entries);
+int64_t Product(const std::vector<int64_t>& dims);  // saturates at INT64_MAX
 
 }  // namespace sparsetune::gen

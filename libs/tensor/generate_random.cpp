@@ -45,6 +45,7 @@ CooTensor UniformDistinct(const std::vector<int64_t>& dims, int64_t nnz, uint64_
 
 void CheckNnz(int64_t nnz, const std::vector<int64_t>& dims) {
   if (nnz <= 0) throw InputError("nnz must be positive (got " + std::to_string(nnz) + ")");
+  gen::CheckEntryBudget(double(nnz));
   const int64_t total = gen::Product(dims);
   if (nnz > total) {
     std::string shape;

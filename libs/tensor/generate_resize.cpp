@@ -35,6 +35,7 @@ CooTensor ResizeMatrix(const CooTensor& source, const ResizeParams& p) {
   }
   for (int64_t e = 0; e < n; ++e) start[e + 1] += start[e];
 
+  gen::CheckEntryBudget(double(start[n]));
   gen::KeyLayout layout({p.rows, p.cols});
   std::vector<uint64_t> keys(start[n]);
 #pragma omp parallel for schedule(static)

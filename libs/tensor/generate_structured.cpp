@@ -21,6 +21,7 @@ CooTensor Stencil(int64_t nx, int64_t ny, int64_t nz, int dimensions, const Gene
   gen::CheckDimension(ny, "ny");
   gen::CheckDimension(nz, "nz");
   const int64_t plane = nx * ny;
+  gen::CheckEntryBudget(double(nx) * double(ny) * double(nz) * (2 * dimensions + 1));
   if (plane > kMaxDimension || plane * nz > kMaxDimension) {
     throw InputError("the grid has " + std::to_string(nx) + " x " + std::to_string(ny) + " x " +
                      std::to_string(nz) + " points, more than the largest dimension 2147483647");
@@ -63,6 +64,7 @@ CooTensor GenerateBanded(const BandedParams& p) {
   }
   gen::CheckFraction(p.fill, "fill");
   const int64_t w = std::min(p.bandwidth, std::max(p.rows, p.cols));
+  gen::CheckEntryBudget(double(p.rows) * double(std::min(2 * w + 1, p.cols)) * p.fill);
   CooTensor t = gen::BuildByUnits(
       p.rows, p.cols, p.rows, kRowsPerChunk, [&](int64_t begin, int64_t end, Part& part) {
         const int64_t expected = std::llround((end - begin) * std::min(2 * w + 1, p.cols) * p.fill);
@@ -95,6 +97,7 @@ CooTensor GenerateBlocked(const BlockedParams& p) {
   const int64_t grid = gen::Product({grid_rows, grid_cols});
   const int64_t per_block = std::max<int64_t>(1, std::llround(p.fill * double(b * b)));
   const int64_t nblocks = p.nblocks ? p.nblocks : (p.nnz + per_block - 1) / per_block;
+  gen::CheckEntryBudget(double(nblocks) * double(per_block));
   if (nblocks > grid) {
     throw InputError(std::to_string(nblocks) + " blocks of " + std::to_string(b) + " x " +
                      std::to_string(b) + " do not fit: the " + std::to_string(p.rows) + " x " +
@@ -174,6 +177,7 @@ CooTensor GenerateDiagonalHeavy(const DiagonalHeavyParams& p) {
     throw InputError("nnz = " + std::to_string(p.nnz) + " is less than rows = " +
                      std::to_string(n) + ": the full main diagonal alone needs rows entries");
   }
+  gen::CheckEntryBudget(double(p.nnz));
   if (p.nnz > n * n) {
     throw InputError("nnz = " + std::to_string(p.nnz) + " exceeds the " + std::to_string(n * n) +
                      " entries of the matrix");

@@ -312,6 +312,8 @@ TEST_F(GenFiles, CliBadOptionsExitTwo) {
       "uniform --rows 10 --nnz 5 --seed -3" + out,      // negative seed
       "powerlaw --rows 10 --nnz 5 --a 0.9 --b 0.9" + out,
       "banded --rows 10 --bandwidth -1" + out,
+      "banded --rows 2G --bandwidth 1M" + out,           // far more entries than memory holds
+      "dnn --rows 2G --cols 2G --density 0.5" + out,
       "blocked --rows 16 --block 4" + out,
       "dnn --rows 10 --cols 10 --density 0.5 --structure diagonal" + out,
       "dnn --rows 10 --cols 10 --structure nm --nm 24" + out,
