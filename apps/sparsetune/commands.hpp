@@ -13,6 +13,7 @@ struct Context {
 void RegisterInfo(CLI::App& app, Context& context);
 void RegisterGen(CLI::App& app, Context& context);
 void RegisterRun(CLI::App& app, Context& context);
+void RegisterSchedules(CLI::App& app, Context& context);
 void RegisterCollect(CLI::App& app, Context& context);
 void RegisterDb(CLI::App& app, Context& context);
 

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   sparsetune::cli::RegisterInfo(app, context);
   sparsetune::cli::RegisterGen(app, context);
   sparsetune::cli::RegisterRun(app, context);
+  sparsetune::cli::RegisterSchedules(app, context);
   sparsetune::cli::RegisterCollect(app, context);
   sparsetune::cli::RegisterDb(app, context);
   try {
