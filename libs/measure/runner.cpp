@@ -173,7 +173,10 @@ bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed,
   const double rtol = dtype_ == DType::kF32 ? 2e-4 : 1e-10;
   int64_t mismatches = 0;
   std::string first;
-  auto check = [&](int64_t got_index, double expected, double magnitude, const std::string& where) {
+  // `where` names the element for the message; built only for the first mismatch, since
+  // verification visits every output element of every measured schedule.
+  auto check = [&](int64_t got_index, double expected, double magnitude, const char* what,
+                   int64_t where) {
     const double got = output.Get(got_index);
     const double error = std::fabs(got - expected);
     const double scale = magnitude > 0 ? magnitude : 1.0;
@@ -181,7 +184,8 @@ bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed,
     if (std::isfinite(got)) *max_error = std::max(*max_error, error / scale);
     if (!ok) {
       if (mismatches == 0) {
-        first = where + ": got " + std::to_string(got) + ", expected " + std::to_string(expected);
+        first = std::string(what) + " " + std::to_string(where) + ": got " + std::to_string(got) +
+                ", expected " + std::to_string(expected);
       }
       ++mismatches;
     }
@@ -189,7 +193,7 @@ bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed,
   *max_error = 0;
   if (!ref.sparse) {
     for (int64_t q = 0; q < output.size(); ++q)
-      check(q, ref.values[q], ref.magnitudes[q], "element " + std::to_string(q));
+      check(q, ref.values[q], ref.magnitudes[q], "element", q);
   } else {
     // Walk the packed prefix levels; positions with a reference row must match it, padded
     // positions must hold zero.
@@ -219,9 +223,9 @@ bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed,
         const int64_t got_index = position * ref.trailing + t;
         if (match) {
           check(got_index, ref.values[row * ref.trailing + t],
-                ref.magnitudes[row * ref.trailing + t], "position " + std::to_string(position));
+                ref.magnitudes[row * ref.trailing + t], "position", position);
         } else {
-          check(got_index, 0.0, 0.0, "padding position " + std::to_string(position));
+          check(got_index, 0.0, 0.0, "padding position", position);
         }
       }
     }
