@@ -668,7 +668,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
         Tally if_fired = tally;
         ++if_fired.failed["timed_out"];
         if_fired.restarts += 1;
-        if_fired.elapsed_before = progress.Elapsed();
+        if_fired.elapsed_before = progress.Elapsed() + hard_limit_s;
         FailureRecord stuck = failure;
         char limit[32];
         std::snprintf(limit, sizeof limit, "%g", hard_limit_s);
