@@ -125,7 +125,8 @@ void RunSchedules(const SchedulesOptions& o) {
               static_cast<long long>(r.llc_bytes), static_cast<long long>(r.memory_limit_bytes));
   std::printf("\n  %-22s %14s %9s %10s\n", "stage", "count", "classes", "ms");
   for (const auto& s : r.stages) {
-    std::printf("  %-22s %14s %9s %10.1f\n", s.name.c_str(), CountText(s.count).c_str(),
+    std::printf("  %-22s %14s %9s %10.1f\n", s.name.c_str(),
+                s.count_known ? CountText(s.count).c_str() : "(too many)",
                 s.classes < 0 ? "-" : std::to_string(s.classes).c_str(), s.ms);
   }
   std::printf("  (%d Z3 queries, %d unknown)\n\n  survivors of stage 3, best first:\n",

@@ -74,6 +74,9 @@ struct OrderSigHash {
   }
 };
 
+// Thrown when counting the whole space would take more work than allowed.
+struct CountBudgetExceeded {};
+
 struct Split {
   int producer = -1, consumer = -1;  // problem ids
   IndexSet shared = 0;               // the temporary's indices
@@ -100,9 +103,10 @@ struct ProblemData {
   // Trees per order signature, by the bound on temporary order they were counted under.
   std::map<int, std::unordered_map<OrderSig, u128, OrderSigHash>> counts;
   std::set<int> counting;
-  bool has_splits = false;
-  std::vector<SplitCase> splits;                // every split, computed once
-  std::vector<const SplitCase*> stage1_splits;  // those within the memory-depth bound
+  bool has_all_splits = false, has_stage1_splits = false;
+  std::vector<SplitCase> all_splits;            // every split, for the whole-space count
+  std::vector<SplitCase> own_stage1_splits;     // Stage-1 splits made without the others
+  std::vector<const SplitCase*> stage1_splits;  // the splits within the memory-depth bound
   // Stage-1 summaries per order signature: how many trees have each (loop depth, memory
   // depth), packed as depth * 256 + memory depth; and the distinct (time id, memory id) pairs.
   bool summarizing = false, summarized = false;
@@ -254,6 +258,7 @@ struct BigSpace::Impl {
   PolyTable polys;
   int root = -1;
   size_t limit = 0;
+  size_t count_budget = 0;     // combination steps the whole-space count may still take
   std::vector<int32_t> trees;  // materialized root trees, in the order first materialized
   std::unordered_map<int32_t, size_t> tree_of;
 
@@ -264,9 +269,9 @@ struct BigSpace::Impl {
                        " indices; SparseAuto's enumeration handles at most 15");
     }
     num_inputs = static_cast<int>(e.tensors.size()) - 1;
-    if (num_inputs > 8) {
+    if (num_inputs > 6) {
       throw InputError("the expression has " + std::to_string(num_inputs) +
-                       " inputs; SparseAuto's enumeration handles at most 8");
+                       " inputs; SparseAuto's enumeration handles at most 6");
     }
     Problem p;
     p.lhs = MakeOperand(0, false, IndicesOf(0));
@@ -577,22 +582,37 @@ struct BigSpace::Impl {
 
   // Every split of a problem, made once; the whole-space count walks all of them.
   const std::vector<SplitCase>& AllSplits(int id) {
-    if (!problems[id]->has_splits) {
-      std::vector<SplitCase> cases = EnumerateSplits(id, 16);
-      ProblemData& d = *problems[id];
-      d.splits = std::move(cases);
-      for (const SplitCase& sc : d.splits) {
-        if (Count(sc.shared) <= max_memory_depth) d.stage1_splits.push_back(&sc);
-      }
-      d.has_splits = true;
+    ProblemData& d = *problems[id];
+    if (!d.has_all_splits) {
+      d.all_splits = EnumerateSplits(id, 16);
+      d.has_all_splits = true;
     }
-    return problems[id]->splits;
+    return d.all_splits;
   }
 
-  // The splits whose temporary has order <= the memory-depth bound (Stage 1).
+  // The splits whose temporary has order <= the memory-depth bound (Stage 1), made without the
+  // sub-problems of larger temporaries unless the whole space was enumerated already.
   const std::vector<const SplitCase*>& Stage1Splits(int id) {
-    AllSplits(id);
+    ProblemData& d = *problems[id];
+    if (!d.has_stage1_splits) {
+      if (!d.has_all_splits) {
+        std::vector<SplitCase> cases = EnumerateSplits(id, max_memory_depth);
+        ProblemData& e = *problems[id];
+        e.own_stage1_splits = std::move(cases);
+        for (const SplitCase& sc : e.own_stage1_splits) e.stage1_splits.push_back(&sc);
+      } else {
+        for (const SplitCase& sc : d.all_splits) {
+          if (Count(sc.shared) <= max_memory_depth) d.stage1_splits.push_back(&sc);
+        }
+      }
+      problems[id]->has_stage1_splits = true;
+    }
     return problems[id]->stage1_splits;
+  }
+
+  void Charge(size_t work) {
+    if (work > count_budget) throw CountBudgetExceeded{};
+    count_budget -= work;
   }
 
   // ---- counting the whole space ------------------------------------------------------------
@@ -620,6 +640,7 @@ struct BigSpace::Impl {
     std::unordered_map<OrderSig, u128, OrderSigHash> counts;
     const size_t nf = q.factors.size();
     ForEachOrder(q, [&](const std::vector<int8_t>& order) {
+      Charge(1);
       OrderSig sig;
       if (q.lhs.temp) sig.order[0] = OrderCode(order, q.lhs.set, nullptr);
       for (size_t k = 0; k < nf; ++k) {
@@ -628,8 +649,11 @@ struct BigSpace::Impl {
       u128& n = counts[sig];
       n = SaturatingAdd(n, 1);
     });
-    for (const SplitCase& sc : AllSplits(id)) {
+    const std::vector<SplitCase>& splits = AllSplits(id);
+    Charge(splits.size());
+    for (const SplitCase& sc : splits) {
       if (Count(sc.shared) > max_order) continue;
+      Charge(sc.orders.size());
       // Finished problems never change and live behind stable pointers.
       const auto& pc = Counts(sc.split.producer, max_order);
       const auto& cc = Counts(sc.split.consumer, max_order);
@@ -653,11 +677,18 @@ struct BigSpace::Impl {
         u128& n = groups[{prefix, length}];
         n = SaturatingAdd(n, 1);
       }
+      // Producers by the order in which they write the temporary, which the consumer must
+      // read in the same order.
+      std::unordered_map<uint64_t, std::vector<std::pair<const OrderSig*, u128>>> by_write;
+      for (const auto& [psig, pcount] : pc) by_write[psig.order[0]].emplace_back(&psig, pcount);
       for (const auto& [group, multiplicity] : groups) {
         const auto& [prefix, length] = group;
         for (const auto& [csig, ccount] : cc) {
-          for (const auto& [psig, pcount] : pc) {
-            if (psig.order[0] != csig.order[1 + sc.temp_pos]) continue;
+          auto match = by_write.find(csig.order[1 + sc.temp_pos]);
+          Charge(1 + (match == by_write.end() ? 0 : match->second.size()));
+          if (match == by_write.end()) continue;
+          for (const auto& [psig_ptr, pcount] : match->second) {
+            const OrderSig& psig = *psig_ptr;
             OrderSig sig;
             sig.order = prefix;
             for (size_t slot = 0; slot <= nf; ++slot) {
@@ -948,12 +979,18 @@ const CostVariables& BigSpace::variables() const {
   return impl_->vars;
 }
 
-unsigned __int128 BigSpace::CountAll(int max_temporary_order) {
-  u128 total = 0;
-  for (const auto& [sig, count] : impl_->Counts(impl_->root, max_temporary_order)) {
-    total = SaturatingAdd(total, count);
+std::optional<unsigned __int128> BigSpace::CountAll(int max_temporary_order, size_t budget) {
+  impl_->count_budget = budget;
+  try {
+    u128 total = 0;
+    for (const auto& [sig, count] : impl_->Counts(impl_->root, max_temporary_order)) {
+      total = SaturatingAdd(total, count);
+    }
+    return total;
+  } catch (const CountBudgetExceeded&) {
+    for (auto& problem : impl_->problems) problem->counting.clear();
+    return std::nullopt;
   }
-  return total;
 }
 
 std::vector<BigSpace::DepthCount> BigSpace::Stage1Depths() {

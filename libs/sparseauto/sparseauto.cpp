@@ -398,7 +398,10 @@ SparseAutoResult RunSparseAuto(const Expression& e, const SparseAutoOptions& opt
 
   // Generated.
   Clock::time_point start = Clock::now();
-  SparseAutoStage generated{"generated", space.CountAll(), -1, 0};
+  SparseAutoStage generated{"generated", 0, -1, 0};
+  const auto all = space.CountAll(16, options.count_budget);
+  generated.count = all ? *all : 0;
+  generated.count_known = all.has_value();
   generated.ms = MsSince(start);
   result.stages.push_back(generated);
 

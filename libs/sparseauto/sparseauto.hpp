@@ -13,7 +13,7 @@ namespace sparsetune {
 
 // SparseAuto (Dias et al., OOPSLA 2024): enumerate the branched iteration graphs of an
 // expression and prune them in five stages.
-//   generated  every distinct BIG (counted, not materialized)
+//   generated  every distinct BIG (counted, not materialized; unknown when too many to count)
 //   stage 1    temporaries of order <= 2, applied while generating
 //   stage 2    Pareto-minimal (loop depth, memory depth)
 //   stage 3    Z3: drop a class of equal (time, memory) polynomials when another class is never
@@ -46,6 +46,9 @@ struct SparseAutoOptions {
   // Stage-1 classes are counted only for spaces up to this many trees (it costs a polynomial
   // sum per pair of sub-tree classes); beyond, they are reported as unknown (-1).
   uint64_t stage1_classes_limit = 250000;
+  // Work allowed for counting the whole (generated) space (see BigSpace::CountAll); beyond it
+  // the count is reported as unknown.
+  size_t count_budget = 4000000;
 };
 
 struct SparseAutoStage {
@@ -53,6 +56,7 @@ struct SparseAutoStage {
   unsigned __int128 count = 0;
   int64_t classes = -1;  // distinct (time, memory) pairs; -1: not computed
   double ms = 0;
+  bool count_known = true;  // false: the whole space was too large to count in the budget
 };
 
 struct SparseAutoCandidate {

@@ -129,8 +129,8 @@ TEST(SparseAutoSpace, CountingAndMaterializingAgree) {
   for (const std::string kernel : {"spmm_gemm", "spttm_spttm", "spttm_ttm", "sddmm_spmm"}) {
     const Expression e = KernelExpression(kernel);
     BigSpace space(e);
-    const unsigned __int128 all = space.CountAll();
-    const unsigned __int128 bounded = space.CountAll(2);
+    const unsigned __int128 all = space.CountAll().value();
+    const unsigned __int128 bounded = space.CountAll(2).value();
     unsigned __int128 stage1 = 0;
     for (const auto& d : space.Stage1Depths()) stage1 += d.count;
     const std::vector<size_t> trees = space.Materialize(99, 2);
