@@ -166,6 +166,13 @@ void RegisterSchedules(CLI::App& app, Context& context) {
   sub->add_flag("--all-classes", o->all_classes,
                 "Count stage-1 complexity classes even for large spaces (slow)");
   sub->add_flag("--json", o->json, "One JSON object on stdout");
+  sub->footer(
+      "Stage 3 compares schedules over a region of sizes: the --constraint relations, x >= 1 and "
+      "0 < xpos <= x, and default ranges for every variable that no constraint names (1000 to "
+      "10^7 for the sparse operand's dimensions, 8 to 256 for the others, 1 to 1000 for fiber "
+      "lengths). Stages 4 and 5 use concrete sizes: dimensions and average fiber lengths of "
+      "--tensor (else 100000 and 16 for matrices, 8 for higher orders), the other dimensions "
+      "from --dense or the kernel's defaults (else 16).");
   sub->callback([o, &context] {
     (void)context;
     RunSchedules(*o);

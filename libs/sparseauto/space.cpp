@@ -597,9 +597,9 @@ struct BigSpace::Impl {
     if (!d.has_stage1_splits) {
       if (!d.has_all_splits) {
         std::vector<SplitCase> cases = EnumerateSplits(id, max_memory_depth);
-        ProblemData& e = *problems[id];
-        e.own_stage1_splits = std::move(cases);
-        for (const SplitCase& sc : e.own_stage1_splits) e.stage1_splits.push_back(&sc);
+        ProblemData& fresh = *problems[id];
+        fresh.own_stage1_splits = std::move(cases);
+        for (const SplitCase& sc : fresh.own_stage1_splits) fresh.stage1_splits.push_back(&sc);
       } else {
         for (const SplitCase& sc : d.all_splits) {
           if (Count(sc.shared) <= max_memory_depth) d.stage1_splits.push_back(&sc);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -410,7 +411,9 @@ SparseAutoResult RunSparseAuto(const Expression& e, const SparseAutoOptions& opt
   const auto depths = space.Stage1Depths();
   SparseAutoStage stage1{"stage1_memory_depth", 0, -1, 0};
   for (const auto& d : depths) stage1.count += d.count;
-  if (stage1.count <= options.stage1_classes_limit) stage1.classes = space.Stage1Classes();
+  if (stage1.count <= options.stage1_classes_limit) {
+    stage1.classes = space.Stage1Classes(std::numeric_limits<size_t>::max());
+  }
   stage1.ms = MsSince(start);
   result.stages.push_back(stage1);
 

@@ -45,7 +45,7 @@ struct SparseAutoOptions {
   int max_memory_depth = 2;
   // Stage-1 classes are counted only for spaces up to this many trees (it costs a polynomial
   // sum per pair of sub-tree classes); beyond, they are reported as unknown (-1).
-  uint64_t stage1_classes_limit = 250000;
+  uint64_t stage1_classes_limit = 1000000;
   // Work allowed for counting the whole (generated) space (see BigSpace::CountAll); beyond it
   // the count is reported as unknown.
   size_t count_budget = 4000000;
