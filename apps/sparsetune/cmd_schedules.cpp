@@ -98,7 +98,8 @@ void RunSchedules(const SchedulesOptions& o) {
                                 {"cache_cost", static_cast<double>(c.cache_cost)},
                                 {"order_mismatches", c.order_mismatches},
                                 {"restreams", c.restreams},
-                                {"stage4", c.stage4}});
+                                {"stage4", c.stage4},
+                                {"baseline", c.baseline}});
   }
   out["chosen"] = r.chosen;
   out["variables"] = r.variables;
@@ -133,8 +134,9 @@ void RunSchedules(const SchedulesOptions& o) {
               r.solver_queries, r.solver_unknowns);
   for (size_t n = 0; n < r.survivors.size(); ++n) {
     const auto& c = r.survivors[n];
-    std::printf("  [%zu]%s %s\n", n, static_cast<int>(n) == r.chosen ? "*" : " ",
-                c.notation.c_str());
+    std::printf("  [%zu]%s %s%s\n", n, static_cast<int>(n) == r.chosen ? "*" : " ",
+                c.notation.c_str(),
+                c.baseline ? "   (TACO's linear default, kept for stage 4)" : "");
     std::printf(
         "       time %s   memory %s   depths %d/%d   at these sizes: %s iterations, "
         "%s bytes%s\n",

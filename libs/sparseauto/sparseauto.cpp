@@ -480,6 +480,25 @@ SparseAutoResult RunSparseAuto(const Expression& e, const SparseAutoOptions& opt
     }
   }
   stage3.count = result.survivors.size();
+  {
+    SparseAutoCandidate linear;
+    linear.schedule = FixedCsrSchedule(e);
+    linear.notation = ScheduleNotation(e, linear.schedule);
+    bool present = false;
+    for (const auto& c : result.survivors) present |= c.notation == linear.notation;
+    if (!present) {
+      const ScheduleCosts costs = CostOfSchedule(e, linear.schedule);
+      linear.time = costs.time;
+      linear.memory = costs.memory;
+      linear.time_text = linear.time.ToString(vars.display);
+      linear.memory_text = linear.memory.ToString(vars.display);
+      linear.loop_depth = costs.loop_depth;
+      linear.memory_depth = costs.memory_depth;
+      linear.class_id = -1;
+      linear.baseline = true;
+      result.survivors.push_back(std::move(linear));
+    }
+  }
   stage3.ms = MsSince(start);
   result.stages.push_back(stage3);
   result.solver_queries = region.queries();

@@ -72,6 +72,9 @@ struct SparseAutoCandidate {
   int order_mismatches = 0;      // stage 5: loop orders against tensor index order
   int restreams = 0;             // stage 5: dense loops around sparse level loops
   bool stage4 = false;           // survived stage 4
+  // TACO's linear default, kept for stages 4 and 5 although stage 2 removed it: depths alone
+  // cannot tell that fusion saves nothing at the concrete sizes (short fibers).
+  bool baseline = false;
 };
 
 struct SparseAutoResult {

@@ -23,13 +23,32 @@ TEST(SparseAutoPipeline, StagesNarrowDownToOneChoice) {
       EXPECT_LE(r.stages[s].count, r.stages[s - 1].count) << names[s];
     }
   }
-  EXPECT_EQ(r.stages[3].count, r.survivors.size());
+  // The survivors are stage 3's, plus TACO's linear default kept as a baseline for stage 4.
+  size_t baselines = 0;
+  for (const auto& c : r.survivors) baselines += c.baseline;
+  EXPECT_EQ(baselines, 1u);
+  EXPECT_EQ(r.stages[3].count + baselines, r.survivors.size());
   EXPECT_EQ(r.stages[5].count, 1u);
   ASSERT_EQ(r.chosen, 0);
   EXPECT_TRUE(r.survivors[0].stage4);
   // Three classes survive stage 3, as in the paper: (a) T(l), (b) and (c) scalars.
   EXPECT_EQ(r.stages[3].classes, 3);
   EXPECT_EQ(r.solver_unknowns, 0);
+}
+
+TEST(SparseAutoPipeline, LinearDefaultWinsWhenFusionSavesNothing) {
+  // Fibers of length about 1 along k: fusing the k loop saves no iterations, and the linear
+  // schedule, which stage 2 drops on depths alone, is the cheaper one at these sizes.
+  const Expression e = KernelExpression("spttm_ttm");
+  SparseAutoOptions options;
+  options.values = {{"i", 2000}, {"j", 10000}, {"k", 30000}, {"jpos", 20},
+                    {"kpos", 1}, {"l", 16},    {"m", 16}};
+  const SparseAutoResult r = RunSparseAuto(e, options);
+  ASSERT_GE(r.chosen, 0);
+  EXPECT_TRUE(r.survivors[r.chosen].baseline) << r.survivors[r.chosen].notation;
+  options.values["kpos"] = 20;  // long fibers: fusion pays
+  const SparseAutoResult fused = RunSparseAuto(e, options);
+  EXPECT_FALSE(fused.survivors[fused.chosen].baseline) << fused.survivors[fused.chosen].notation;
 }
 
 TEST(SparseAutoPipeline, MemoryLimitComesFromTheCache) {
