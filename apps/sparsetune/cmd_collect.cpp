@@ -63,6 +63,7 @@ struct CollectOptions {
   bool uniform = false;
   double progress_seconds = 10;
   int compile_jobs = 2;
+  double wait_idle_s = 0;
   bool json = false;
 };
 
@@ -82,6 +83,13 @@ bool IsListFileName(const std::string& name) {
   return EndsWith(name, ".list") || EndsWith(name, ".txt");
 }
 
+// A matrix or tensor to collect on, and where it comes from: what the database keeps as its
+// source (the path, or the corpus manifest's source such as a gen command with its seed).
+struct InputFile {
+  std::string path;
+  std::string origin;
+};
+
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value && *value ? std::string(value) : fallback;
@@ -92,14 +100,14 @@ std::string EnvOr(const char* name, const std::string& fallback) {
 // ($SPARSETUNE_SHARED_DATASETS, else ../shared/datasets beside the checkout holding the
 // manifest); generated ones in the corpus cache ($SPARSETUNE_CORPUS_CACHE, else
 // sparsetune/corpus under the XDG cache home), put there by scripts/collect_training_data.sh.
-std::vector<std::string> ManifestFiles(const std::string& manifest, const std::string& kernel) {
+std::vector<InputFile> ManifestFiles(const std::string& manifest, const std::string& kernel) {
   std::ifstream in(manifest);
   if (!in) throw InputError(manifest, 0, "cannot open the manifest");
   const fs::path checkout = fs::absolute(manifest).parent_path().parent_path().parent_path();
   const fs::path shared =
       EnvOr("SPARSETUNE_SHARED_DATASETS", (checkout.parent_path() / "shared/datasets").string());
   const fs::path cache = EnvOr("SPARSETUNE_CORPUS_CACHE", XdgCacheHome() + "/sparsetune/corpus");
-  std::vector<std::string> out;
+  std::vector<InputFile> out;
   std::string line;
   int64_t number = 0;
   bool header = false;
@@ -141,23 +149,23 @@ std::vector<std::string> ManifestFiles(const std::string& manifest, const std::s
                                                "--materialize-only)"
                                              : ""));
     }
-    out.push_back(file.string());
+    out.push_back({file.string(), source});
   }
   if (!header) throw InputError(manifest, number, "no header: expected name, kernels, nnz, source");
   return out;
 }
 
 // Files, directories (every matrix or tensor file below them, sorted), list files (one path
-// per line, the first tab-separated field; relative to the list's folder; '#' comments) and
-// corpus manifests (.tsv).
-std::vector<std::string> ExpandPaths(const std::vector<std::string>& paths,
-                                     const std::string& kernel) {
-  std::vector<std::string> out;
+// per line, relative to the list's folder, optionally followed by a tab and the file's origin;
+// lines starting with '#' are comments) and corpus manifests (.tsv).
+std::vector<InputFile> ExpandPaths(const std::vector<std::string>& paths,
+                                   const std::string& kernel) {
+  std::vector<InputFile> out;
   for (const auto& path : paths) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw InputError(path, 0, "no such file or directory");
     if (EndsWith(path, ".tsv")) {
-      std::vector<std::string> files = ManifestFiles(path, kernel);
+      std::vector<InputFile> files = ManifestFiles(path, kernel);
       out.insert(out.end(), files.begin(), files.end());
     } else if (fs::is_directory(path, ec)) {
       std::vector<std::string> found;
@@ -166,7 +174,7 @@ std::vector<std::string> ExpandPaths(const std::vector<std::string>& paths,
           found.push_back(entry.path().string());
       }
       std::sort(found.begin(), found.end());
-      out.insert(out.end(), found.begin(), found.end());
+      for (const auto& f : found) out.push_back({f, f});
     } else if (IsListFileName(path)) {
       std::ifstream in(path);
       if (!in) throw InputError(path, 0, "cannot open the list");
@@ -175,17 +183,20 @@ std::vector<std::string> ExpandPaths(const std::vector<std::string>& paths,
       const fs::path base = fs::path(path).parent_path();
       while (std::getline(in, line)) {
         ++number;
-        const size_t end = line.find_first_of("\t#\r");
-        std::string entry = line.substr(0, end);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty() || line[0] == '#') continue;
+        const size_t tab = line.find('\t');
+        std::string entry = line.substr(0, tab);
         while (!entry.empty() && entry.back() == ' ') entry.pop_back();
         if (entry.empty()) continue;
         const fs::path p = fs::path(entry).is_absolute() ? fs::path(entry) : base / entry;
         if (!fs::is_regular_file(p, ec))
           throw InputError(path, number, "no such file: " + p.string());
-        out.push_back(p.string());
+        std::string origin = tab == std::string::npos ? p.string() : line.substr(tab + 1);
+        out.push_back({p.string(), origin.empty() ? p.string() : origin});
       }
     } else {
-      out.push_back(path);
+      out.push_back({path, path});
     }
   }
   if (out.empty()) throw InputError("no matrix or tensor files found in the given paths");
@@ -225,6 +236,7 @@ struct Tally {
   // After a restart the files are walked again from the start, and the schedules counted
   // before it show up as already stored: that many are not counted again as skipped.
   int64_t recounted = 0;
+  int64_t busy_matrices = 0;  // measured while other processes held the cores
 
   int64_t failed_total() const {
     int64_t n = 0;
@@ -237,6 +249,7 @@ struct Tally {
             {"skipped", skipped},
             {"failed", failed},
             {"restarts", restarts},
+            {"busy_matrices", busy_matrices},
             {"elapsed_before", elapsed_before},
             {"recounted", measured + failed_total() + skipped}};
   }
@@ -247,6 +260,7 @@ struct Tally {
     t.failed = j.value("failed", std::map<std::string, int64_t>());
     t.recounted = j.value("recounted", int64_t(0));
     t.restarts = j.value("restarts", int64_t(0));
+    t.busy_matrices = j.value("busy_matrices", int64_t(0));
     t.elapsed_before = j.value("elapsed_before", 0.0);
     return t;
   }
@@ -407,6 +421,24 @@ class Watchdog {
   std::thread thread_;
 };
 
+// Microseconds per empty parallel region: about one on an idle machine. When other processes
+// hold the cores, a region's barrier waits for the scheduler to run every thread (milliseconds),
+// and the times of small kernels measure that wait rather than the schedule.
+double ParallelRegionMicros() {
+  const int threads = HardwareThreads();
+#pragma omp parallel num_threads(threads)
+  { asm volatile("" ::: "memory"); }
+  const auto start = Clock::now();
+  int regions = 0;
+  while (regions < 200 && Clock::now() - start < std::chrono::milliseconds(50)) {
+#pragma omp parallel num_threads(threads)
+    { asm volatile("" ::: "memory"); }
+    ++regions;
+  }
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / regions;
+}
+constexpr double kBusyRegionMicros = 20;
+
 std::vector<std::string> OwnCommandLine() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> argv;
@@ -510,7 +542,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
   ResolvedKernel k = ResolveKernel(o.kernel);
   if (o.samples < 0) throw InputError("--samples must be at least 0");
   if (!(o.max_ms > 0)) throw InputError("--max-ms must be positive");
-  const std::vector<std::string> files = ExpandPaths(o.paths, k.name);
+  const std::vector<InputFile> files = ExpandPaths(o.paths, k.name);
   const std::string db_path = DatabasePathOrDefault(o.db);
 
   Tally tally;
@@ -547,7 +579,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
   bool bad_input = false;
 
   for (size_t m = 0; m < files.size(); ++m) {
-    const std::string& path = files[m];
+    const std::string& path = files[m].path;
     const std::string name = MatrixName(path);
     progress.SetMatrix(int64_t(m), int64_t(files.size()), name);
     progress.Status("reading");
@@ -571,7 +603,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
     matrix.dims = tensor.dims;
     matrix.nnz = tensor.nnz();
     matrix.stats = PatternStatsToJson(ComputePatternStats(tensor));
-    matrix.source_path = path;
+    matrix.source_path = files[m].origin;
     db->UpsertMatrix(matrix);
 
     TuningKey key;
@@ -657,6 +689,25 @@ void RunCollect(const CollectOptions& o, Context& context) {
       progress.Shrink(int64_t(pending.size()));
       continue;
     }
+    double region_us = ParallelRegionMicros();
+    for (const auto wait_start = Clock::now();
+         region_us > kBusyRegionMicros &&
+         std::chrono::duration<double>(Clock::now() - wait_start).count() < o.wait_idle_s;
+         region_us = ParallelRegionMicros()) {
+      progress.Status("waiting for the cores to be idle");
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (region_us > kBusyRegionMicros) {
+      if (tally.busy_matrices++ == 0) {
+        char text[256];
+        std::snprintf(text, sizeof text,
+                      "sparsetune collect: warning: the cores are busy (an empty parallel region "
+                      "takes %.0f us, about 1 on an idle machine): times of small kernels will "
+                      "measure the wait; collect on an idle machine",
+                      region_us);
+        progress.Message(text);
+      }
+    }
     progress.Status("measuring");
 
     for (Candidate* c : pending) {
@@ -728,6 +779,12 @@ void RunCollect(const CollectOptions& o, Context& context) {
       failures.empty() ? "" : (" (" + failures + ")").c_str(), (long long)tally.skipped,
       tally.unreadable ? (", " + std::to_string(tally.unreadable) + " unreadable").c_str() : "",
       FormatDuration(elapsed).c_str(), per_minute);
+  if (tally.busy_matrices > 0) {
+    std::fprintf(stderr,
+                 "collect %s: %lld matrices were measured while the cores were busy with other "
+                 "processes\n",
+                 k.name.c_str(), (long long)tally.busy_matrices);
+  }
   if (o.json) {
     nlohmann::json out;
     out["kernel"] = k.name;
@@ -739,6 +796,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
     out["skipped"] = tally.skipped;
     out["unreadable"] = tally.unreadable;
     out["restarts"] = tally.restarts;
+    out["busy_matrices"] = tally.busy_matrices;
     out["elapsed_s"] = elapsed;
     out["schedules_per_minute"] = per_minute;
     std::cout << out.dump(2) << "\n";
@@ -755,8 +813,9 @@ void RegisterCollect(CLI::App& app, Context& context) {
       "Training data: FixedCSR and N sampled schedules per matrix, packed, compiled, verified, "
       "timed and stored in the database; a rerun skips what is already there");
   sub->add_option("PATH", o->paths,
-                  "Matrix or tensor files, directories of them, list files (.list/.txt, one "
-                  "path per line) or a corpus manifest (.tsv, datasets/corpus/corpus.tsv)")
+                  "Matrix or tensor files, directories of them, list files (.list/.txt: a path "
+                  "per line, then optionally a tab and the origin to store) or a corpus manifest "
+                  "(.tsv, datasets/corpus/corpus.tsv)")
       ->required();
   sub->add_option("--kernel,-k", o->kernel.kernel, "Named kernel (spmv, spmm, sddmm, mttkrp, ...)")
       ->required();
@@ -782,6 +841,11 @@ void RegisterCollect(CLI::App& app, Context& context) {
   sub->add_option("--progress-seconds", o->progress_seconds,
                   "Without a terminal: seconds between progress lines")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--wait-idle", o->wait_idle_s,
+                  "Before each matrix, wait up to this many seconds for the cores to be idle "
+                  "(other processes distort the times of small parallel kernels)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--compile-jobs", o->compile_jobs, "Kernels compiled at once")
       ->check(CLI::Range(1, 64))
