@@ -540,6 +540,13 @@ std::string ReasonOf(const std::string& failure) {
 void RunCollect(const CollectOptions& o, Context& context) {
   const auto argv = OwnCommandLine();  // before anything else, for a restart
   ResolvedKernel k = ResolveKernel(o.kernel);
+  // Checked once here rather than failing on every matrix.
+  const std::vector<std::string> dense_indices = k.expression.DenseOnlyIndices();
+  for (const auto& [index, size] : k.dense_sizes) {
+    if (std::find(dense_indices.begin(), dense_indices.end(), index) == dense_indices.end())
+      throw InputError("--dense " + index + "=" + std::to_string(size) + ": " + k.name +
+                       " has no dense index " + index);
+  }
   if (o.samples < 0) throw InputError("--samples must be at least 0");
   if (!(o.max_ms > 0)) throw InputError("--max-ms must be positive");
   const std::vector<InputFile> files = ExpandPaths(o.paths, k.name);

@@ -397,6 +397,7 @@ TEST(Collect, BadInputExitsTwo) {
   fs::create_directories(dir.path() + "/empty");
   expect_2({"collect", "--kernel", "spmv", dir.path() + "/empty", "--db", db}, "no matrix");
   expect_2({"collect", "--kernel", "mttkrp", a, "--db", db}, "order");
+  expect_2({"collect", "--kernel", "spmm", a, "--dense", "q=3", "--db", db}, "no dense index q");
   expect_2({"db", "stats", "--db", dir.path() + "/none.db"}, "none.db");
   expect_2({"db", "import", "--db", db, dir.path() + "/none.jsonl.gz"}, "none.jsonl.gz");
   expect_2({"db", "export", "--db", db}, "--measurements");
