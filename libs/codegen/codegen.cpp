@@ -1,5 +1,6 @@
 #include "codegen/codegen.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "base/errors.hpp"
@@ -244,7 +245,10 @@ class Emitter {
       std::string clause;
       for (int acc : n.reductions) clause += " reduction(+:acc" + std::to_string(acc) + ")";
       Line("#pragma omp for schedule(dynamic, chunk) nowait" + clause);
-    } else if (n.simd) {
+    } else {
+      HoistInvariantFactors(n);
+    }
+    if (!n.parallel && n.simd) {
       const NestNode& c = *n.children[0];
       Line(c.accumulator >= 0
                ? "#pragma omp simd reduction(+:acc" + std::to_string(c.accumulator) + ")"
@@ -309,9 +313,36 @@ class Emitter {
     Line("}");
   }
 
+  // Does a factor read a different element on each iteration of loop `n`?
+  bool VariesWith(const NestAccess& a, const NestNode& n) const {
+    if (a.tensor == e_.sparse) return n.level >= 0;  // its position advances with every level loop
+    return std::find(a.indices.begin(), a.indices.end(), n.var.index) != a.indices.end();
+  }
+
+  // Loads the factors of an innermost compute that do not change inside the loop once, before
+  // it: the compiler cannot always prove that the loop's stores leave them unchanged (pointer
+  // restrictness is lost in OpenMP's outlined regions), and would reload them every iteration.
+  void HoistInvariantFactors(const NestNode& n) {
+    if (n.children[0]->kind != NestNode::Kind::kCompute) return;
+    const NestNode& c = *n.children[0];
+    std::string product;
+    for (const auto& f : c.factors) {
+      if (!VariesWith(f, n)) product += (product.empty() ? "" : " * ") + Address(f);
+    }
+    if (product.empty()) return;
+    hoisted_ = "inv" + std::to_string(hoisted_count_++);
+    hoisted_loop_ = &n;
+    Line("const value_t " + hoisted_ + " = " + product + ";");
+  }
+
   void EmitCompute(const NestNode& n) {
     std::string rhs;
-    for (size_t k = 0; k < n.factors.size(); ++k) rhs += (k ? " * " : "") + Address(n.factors[k]);
+    const bool hoisted = hoisted_loop_ && hoisted_loop_->children[0].get() == &n;
+    if (hoisted) rhs = hoisted_;
+    for (const auto& f : n.factors) {
+      if (hoisted && !VariesWith(f, *hoisted_loop_)) continue;
+      rhs += (rhs.empty() ? "" : " * ") + Address(f);
+    }
     if (n.accumulator >= 0) {
       Line("acc" + std::to_string(n.accumulator) + " += " + rhs + ";");
       return;
@@ -326,6 +357,9 @@ class Emitter {
   CodegenMode mode_;
   int output_levels_ = 0;
   int depth_ = 0;
+  const NestNode* hoisted_loop_ = nullptr;  // innermost loop whose invariant factors were hoisted
+  std::string hoisted_;
+  int hoisted_count_ = 0;
   std::ostringstream out_;
 };
 
