@@ -9,7 +9,7 @@
 #include "ir/kernels.hpp"
 #include "ir/loop_nest.hpp"
 #include "measure/runner.hpp"
-#include "test_support.hpp"
+#include "support/test_data.hpp"
 
 namespace sparsetune {
 namespace {
@@ -70,12 +70,7 @@ std::vector<FusedCase> FusedCases() {
 }
 
 CooTensor WorkloadFor(const Expression& e) {
-  const int order = static_cast<int>(e.sparse_input().indices.size());
-  const std::string real = testing::SharedPath(order == 2 ? "datasets/matrices/bcsstk01.mtx"
-                                                          : "datasets/tensors/parti_3D_12031.tns");
-  if (!real.empty()) return ReadTensorFile(real);
-  return order == 2 ? testing::RandomSparse({45, 38}, 300, 5)
-                    : testing::RandomSparse({20, 17, 23}, 600, 6);
+  return testing::SmallWorkload(static_cast<int>(e.sparse_input().indices.size()));
 }
 
 class FusedKernels : public ::testing::TestWithParam<FusedCase> {};

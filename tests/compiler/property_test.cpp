@@ -8,7 +8,7 @@
 #include "ir/kernels.hpp"
 #include "measure/runner.hpp"
 #include "superschedule/random_schedule.hpp"
-#include "test_support.hpp"
+#include "support/test_data.hpp"
 
 namespace sparsetune {
 namespace {

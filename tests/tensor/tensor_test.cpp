@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "support/test_data.hpp"
 #include "tensor/coo.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/pack.hpp"
@@ -9,19 +10,6 @@
 
 namespace sparsetune {
 namespace {
-
-CooTensor RandomTensor(std::vector<int64_t> dims, int64_t entries, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  CooTensor t;
-  t.Reset(dims, entries);
-  std::vector<int32_t> c(dims.size());
-  for (int64_t e = 0; e < entries; ++e) {
-    for (size_t m = 0; m < dims.size(); ++m) c[m] = int32_t(rng() % uint64_t(dims[m]));
-    t.Append(c.data(), double(int64_t(rng() % 19) - 9) / 4.0 + 0.125);
-  }
-  t.Canonicalize();
-  return t;
-}
 
 TEST(Coo, CanonicalizeSortsAndSumsDuplicates) {
   CooTensor t;
@@ -40,7 +28,7 @@ TEST(Coo, CanonicalizeSortsAndSumsDuplicates) {
 }
 
 TEST(Fingerprint, DependsOnPatternOnly) {
-  CooTensor a = RandomTensor({50, 40}, 300, 7);
+  CooTensor a = testing::RandomSparse({50, 40}, 300, 7);
   CooTensor b = a;
   for (double& v : b.values) v *= -3;
   EXPECT_EQ(PatternFingerprint(a), PatternFingerprint(b));
@@ -66,7 +54,8 @@ TEST(Stats, SmallKnownMatrix) {
   // 4x4: full 2x2 block at the top left, diagonal entries below.
   CooTensor t;
   t.Reset({4, 4});
-  for (auto [i, j] : std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 2}, {3, 3}, {3, 0}}) {
+  for (auto [i, j] :
+       std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 2}, {3, 3}, {3, 0}}) {
     int32_t c[2] = {i, j};
     t.Append(c, 1.0);
   }
@@ -97,7 +86,7 @@ TEST(Pack, RoundTripOverRandomFormats) {
     const int order = 2 + int(rng() % 2);
     std::vector<int64_t> dims;
     for (int m = 0; m < order; ++m) dims.push_back(1 + int64_t(rng() % 37));
-    CooTensor t = RandomTensor(dims, 1 + int64_t(rng() % 120), rng());
+    CooTensor t = testing::RandomSparse(dims, 1 + int64_t(rng() % 120), rng());
     StorageFormat f;
     std::vector<LevelSpec> levels;
     for (int m = 0; m < order; ++m) {
@@ -158,10 +147,11 @@ TEST(Pack, CsrArrays) {
 }
 
 TEST(Pack, RefusesPaddingOverTheCap) {
-  CooTensor t = RandomTensor({1000, 1000}, 50, 3);
+  CooTensor t = testing::RandomSparse({1000, 1000}, 50, 3);
   StorageFormat dense;
   dense.split = {1, 1};
-  dense.levels = {{0, SplitPart::kWhole, LevelKind::kDense}, {1, SplitPart::kWhole, LevelKind::kDense}};
+  dense.levels = {{0, SplitPart::kWhole, LevelKind::kDense},
+                  {1, SplitPart::kWhole, LevelKind::kDense}};
   PackOutcome o = Pack(t, dense, DType::kF32);
   EXPECT_FALSE(o.packed);
   EXPECT_NE(o.refusal.find("padding cap"), std::string::npos) << o.refusal;
@@ -170,7 +160,7 @@ TEST(Pack, RefusesPaddingOverTheCap) {
 }
 
 TEST(Pack, RejectsMalformedFormat) {
-  CooTensor t = RandomTensor({10, 10}, 5, 3);
+  CooTensor t = testing::RandomSparse({10, 10}, 5, 3);
   StorageFormat f = StorageFormat::Csr();
   f.split = {4, 1};  // split mode 0 but only one level for it
   PackOutcome o = Pack(t, f, DType::kF32);
