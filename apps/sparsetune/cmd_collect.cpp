@@ -5,19 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -26,9 +20,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
-#include "base/hash.hpp"
-#include "base/paths.hpp"
 #include "codegen/codegen.hpp"
+#include "collect/candidates.hpp"
+#include "collect/inputs.hpp"
+#include "collect/restart_watchdog.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "db/database.hpp"
@@ -37,7 +32,7 @@
 #include "ir/loop_nest.hpp"
 #include "jit/jit.hpp"
 #include "measure/runner.hpp"
-#include "superschedule/random_schedule.hpp"
+#include "measure/timing.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
@@ -46,7 +41,6 @@ namespace sparsetune::cli {
 
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Carries the counters of a collection across the re-exec that follows a runaway kernel.
@@ -66,150 +60,6 @@ struct CollectOptions {
   double wait_idle_s = 0;
   bool json = false;
 };
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool IsTensorFileName(const std::string& name) {
-  for (const char* ext : {".mtx", ".mtx.gz", ".tns", ".tns.gz", ".tar.gz"}) {
-    if (EndsWith(name, ext)) return true;
-  }
-  return false;
-}
-
-bool IsListFileName(const std::string& name) {
-  return EndsWith(name, ".list") || EndsWith(name, ".txt");
-}
-
-// A matrix or tensor to collect on, and where it comes from: what the database keeps as its
-// source (the path, or the corpus manifest's source such as a gen command with its seed).
-struct InputFile {
-  std::string path;
-  std::string origin;
-};
-
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? std::string(value) : fallback;
-}
-
-// The files of a corpus manifest (datasets/corpus/corpus.tsv: name, kernels, nnz, source)
-// for one kernel. shared:PATH sources live in the shared datasets folder
-// ($SPARSETUNE_SHARED_DATASETS, else ../shared/datasets beside the checkout holding the
-// manifest); generated ones in the corpus cache ($SPARSETUNE_CORPUS_CACHE, else
-// sparsetune/corpus under the XDG cache home), put there by scripts/collect_training_data.sh.
-std::vector<InputFile> ManifestFiles(const std::string& manifest, const std::string& kernel) {
-  std::ifstream in(manifest);
-  if (!in) throw InputError(manifest, 0, "cannot open the manifest");
-  const fs::path checkout = fs::absolute(manifest).parent_path().parent_path().parent_path();
-  const fs::path shared =
-      EnvOr("SPARSETUNE_SHARED_DATASETS", (checkout.parent_path() / "shared/datasets").string());
-  const fs::path cache = EnvOr("SPARSETUNE_CORPUS_CACHE", XdgCacheHome() + "/sparsetune/corpus");
-  std::vector<InputFile> out;
-  std::string line;
-  int64_t number = 0;
-  bool header = false;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> fields;
-    for (size_t start = 0;;) {
-      const size_t tab = line.find('\t', start);
-      fields.push_back(line.substr(start, tab - start));
-      if (tab == std::string::npos) break;
-      start = tab + 1;
-    }
-    if (!header) {
-      if (fields.size() < 4 || fields[0] != "name" || fields[1] != "kernels" ||
-          fields[3] != "source")
-        throw InputError(manifest, number, "expected the header name, kernels, nnz, source");
-      header = true;
-      continue;
-    }
-    if (fields.size() < 4) throw InputError(manifest, number, "expected 4 tab-separated fields");
-    if (("," + fields[1] + ",").find("," + kernel + ",") == std::string::npos) continue;
-    const std::string& source = fields[3];
-    fs::path file;
-    if (source.rfind("shared:", 0) == 0) {
-      file = shared / source.substr(7);
-    } else if (source.rfind("gen ", 0) == 0) {
-      const bool tensor = source.find("tensor3") != std::string::npos;
-      file = cache / "files" / (fields[0] + (tensor ? ".tns" : ".mtx"));
-    } else {
-      throw InputError(manifest, number, "a source is shared:PATH or a gen command");
-    }
-    std::error_code ec;
-    if (!fs::is_regular_file(file, ec)) {
-      throw InputError(manifest, number,
-                       file.string() + " does not exist" +
-                           (source[0] == 'g' ? " (generate the corpus with "
-                                               "scripts/collect_training_data.sh "
-                                               "--materialize-only)"
-                                             : ""));
-    }
-    out.push_back({file.string(), source});
-  }
-  if (!header) throw InputError(manifest, number, "no header: expected name, kernels, nnz, source");
-  return out;
-}
-
-// Files, directories (every matrix or tensor file below them, sorted), list files (one path
-// per line, relative to the list's folder, optionally followed by a tab and the file's origin;
-// lines starting with '#' are comments) and corpus manifests (.tsv).
-std::vector<InputFile> ExpandPaths(const std::vector<std::string>& paths,
-                                   const std::string& kernel) {
-  std::vector<InputFile> out;
-  for (const auto& path : paths) {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) throw InputError(path, 0, "no such file or directory");
-    if (EndsWith(path, ".tsv")) {
-      std::vector<InputFile> files = ManifestFiles(path, kernel);
-      out.insert(out.end(), files.begin(), files.end());
-    } else if (fs::is_directory(path, ec)) {
-      std::vector<std::string> found;
-      for (const auto& entry : fs::recursive_directory_iterator(path)) {
-        if (entry.is_regular_file() && IsTensorFileName(entry.path().filename().string()))
-          found.push_back(entry.path().string());
-      }
-      std::sort(found.begin(), found.end());
-      for (const auto& f : found) out.push_back({f, f});
-    } else if (IsListFileName(path)) {
-      std::ifstream in(path);
-      if (!in) throw InputError(path, 0, "cannot open the list");
-      std::string line;
-      int64_t number = 0;
-      const fs::path base = fs::path(path).parent_path();
-      while (std::getline(in, line)) {
-        ++number;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.empty() || line[0] == '#') continue;
-        const size_t tab = line.find('\t');
-        std::string entry = line.substr(0, tab);
-        while (!entry.empty() && entry.back() == ' ') entry.pop_back();
-        if (entry.empty()) continue;
-        const fs::path p = fs::path(entry).is_absolute() ? fs::path(entry) : base / entry;
-        if (!fs::is_regular_file(p, ec))
-          throw InputError(path, number, "no such file: " + p.string());
-        std::string origin = tab == std::string::npos ? p.string() : line.substr(tab + 1);
-        out.push_back({p.string(), origin.empty() ? p.string() : origin});
-      }
-    } else {
-      out.push_back({path, path});
-    }
-  }
-  if (out.empty()) throw InputError("no matrix or tensor files found in the given paths");
-  return out;
-}
-
-std::string MatrixName(const std::string& path) {
-  std::string name = fs::path(path).filename().string();
-  for (const char* ext : {".gz", ".tar", ".mtx", ".tns"}) {
-    if (EndsWith(name, ext)) name.resize(name.size() - std::string(ext).size());
-  }
-  return name;
-}
 
 std::string FormatDuration(double seconds) {
   char text[32];
@@ -342,203 +192,20 @@ class Progress {
   std::string matrix_, status_;
 };
 
-// Guards against a kernel that never ends. A kernel cannot be stopped from outside its
-// thread, so when a run outlives the hard limit the watchdog records it as a timeout failure
-// with its own database connection and re-executes the command, which resumes after it.
-class Watchdog {
- public:
-  Watchdog(std::string db_path, std::vector<std::string> argv)
-      : db_path_(std::move(db_path)), argv_(std::move(argv)), thread_([this] { Loop(); }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void Arm(double seconds, FailureRecord failure, std::string state_if_fired) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    armed_ = true;
-    limit_seconds_ = seconds;
-    deadline_ = Clock::now() + std::chrono::microseconds(int64_t(seconds * 1e6));
-    failure_ = std::move(failure);
-    state_ = std::move(state_if_fired);
-    cv_.notify_all();
-  }
-  void Disarm() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    armed_ = false;
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!stop_) {
-      if (!armed_) {
-        cv_.wait(lock);
-        continue;
-      }
-      if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
-          Clock::now() >= deadline_) {
-        Fire();  // does not return
-      }
-    }
-  }
-  [[noreturn]] void Fire() {
-    std::fprintf(stderr,
-                 "\nsparsetune collect: a kernel is still running after %g s; recording it as "
-                 "timed out and restarting to continue\n",
-                 limit_seconds_);
-    try {
-      auto db = Database::Open(db_path_, OpenMode::kReadWrite);
-      db->RecordFailure(failure_);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "sparsetune: internal error: cannot record the timeout: %s\n", e.what());
-      std::fflush(stderr);
-      _exit(3);
-    }
-    std::fflush(stdout);
-    std::fflush(stderr);
-    setenv(kStateVariable, state_.c_str(), 1);
-    std::vector<char*> args;
-    for (auto& a : argv_) args.push_back(a.data());
-    args.push_back(nullptr);
-    execv("/proc/self/exe", args.data());
-    std::fprintf(stderr, "sparsetune: internal error: cannot restart the collection\n");
-    _exit(3);
-  }
-
-  std::string db_path_;
-  std::vector<std::string> argv_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool armed_ = false, stop_ = false;
-  double limit_seconds_ = 0;
-  Clock::time_point deadline_;
-  FailureRecord failure_;
-  std::string state_;
-  std::thread thread_;
-};
-
-// Microseconds per empty parallel region: about one on an idle machine. When other processes
-// hold the cores, a region's barrier waits for the scheduler to run every thread (milliseconds),
-// and the times of small kernels measure that wait rather than the schedule.
-double ParallelRegionMicros() {
-  const int threads = HardwareThreads();
-#pragma omp parallel num_threads(threads)
-  { asm volatile("" ::: "memory"); }
-  const auto start = Clock::now();
-  int regions = 0;
-  while (regions < 200 && Clock::now() - start < std::chrono::milliseconds(50)) {
-#pragma omp parallel num_threads(threads)
-    { asm volatile("" ::: "memory"); }
-    ++regions;
-  }
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / regions;
-}
-constexpr double kBusyRegionMicros = 20;
-
-std::vector<std::string> OwnCommandLine() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> argv;
-  std::string arg;
-  while (std::getline(in, arg, '\0')) argv.push_back(arg);
-  return argv;
-}
-
-struct Candidate {
-  Schedule schedule;
-  std::string json;  // canonical
-  std::string hash;
-  std::string source;      // where it came from: fixed_csr, sampled
+// A candidate still to measure on the current matrix.
+struct PendingRun {
+  const Candidate* candidate;
   std::string failure;     // set when it cannot run (invalid, compile error)
-  int kernel_source = -1;  // index into the batch's distinct generated sources
+  int kernel_source = -1;  // index into the matrix's distinct generated sources
 };
 
-// FixedCSR and `samples` distinct sampled schedules of one matrix, deterministic per seed.
-std::vector<Candidate> CandidatesFor(const ResolvedKernel& k, const IndexSizes& sizes,
-                                     const CollectOptions& o, const std::string& fingerprint) {
-  std::vector<Candidate> out;
-  Candidate csr;
-  csr.schedule = FixedCsrSchedule(k.expression);
-  csr.source = "fixed_csr";
-  out.push_back(csr);
-  std::set<std::string> seen = {csr.schedule.CanonicalJson()};
-  StableHasher hasher;
-  hasher.UpdateU64(o.seed);
-  hasher.UpdateString(k.name);
-  hasher.UpdateString(fingerprint);
-  std::mt19937_64 rng(hasher.Digest64());
-  if (auto waco = WacoTemplate::ForKernel(k.name)) {
-    WacoSampleOptions options;
-    options.subspaces = !o.uniform;
-    for (const auto& s : waco->SampleDistinct(sizes, o.samples, rng, options, seen)) {
-      Candidate c;
-      c.schedule = waco->ToSchedule(s);
-      c.source = "sampled";
-      out.push_back(c);
-    }
-  } else {
-    GenericSampleOptions options;
-    options.max_threads = HardwareThreads();
-    int misses = 0;
-    while (static_cast<int>(out.size()) < o.samples + 1 && misses < 200 + 20 * o.samples) {
-      Candidate c;
-      c.schedule = SampleGenericSchedule(k.expression, sizes, rng, options);
-      if (!Lower(k.expression, c.schedule).nest ||
-          !seen.insert(c.schedule.CanonicalJson()).second) {
-        ++misses;
-        continue;
-      }
-      misses = 0;
-      c.source = "sampled";
-      out.push_back(c);
-    }
-  }
-  for (auto& c : out) {
-    c.schedule.Canonicalize();
-    c.json = c.schedule.CanonicalJson();
-    c.hash = ScheduleHash(c.json);
-  }
-  return out;
-}
-
-// Verifies first and times only when the verifying run stayed under the limit: a schedule
-// that is far too slow costs one run instead of two.
-RunResult VerifyThenTime(KernelRunner& runner, const Schedule& schedule,
-                         const RunOptions& options) {
-  RunOptions verify = options;
-  verify.time = false;
-  const auto start = Clock::now();
-  RunResult checked = runner.Run(schedule, verify);
-  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  if (!checked.ok()) return checked;
-  // The pack time may be that of an earlier, cached pack: the estimate errs towards timing.
-  const double run_ms = ms - checked.pack_ms;
-  if (run_ms > options.timing.max_ms_per_run) {
-    checked.status = RunStatus::kTimedOut;
-    checked.message = "the verifying run took " + std::to_string(run_ms) +
-                      " ms, over the limit of " + std::to_string(options.timing.max_ms_per_run) +
-                      " ms";
-    return checked;
-  }
-  RunOptions time = options;
-  time.verify = false;
-  RunResult timed = runner.Run(schedule, time);
-  timed.verified = checked.verified;
-  timed.max_relative_error = checked.max_relative_error;
-  timed.pack_ms = checked.pack_ms;
-  timed.compile_ms = checked.compile_ms;
-  return timed;
-}
-
+// "format_refused" of "format_refused: padding ...".
 std::string ReasonOf(const std::string& failure) {
   return failure.substr(0, failure.find(':'));
 }
 
 void RunCollect(const CollectOptions& o, Context& context) {
-  const auto argv = OwnCommandLine();  // before anything else, for a restart
+  const auto argv = RestartWatchdog::OwnCommandLine();  // before anything else, for a restart
   ResolvedKernel k = ResolveKernel(o.kernel);
   // Checked once here rather than failing on every matrix.
   const std::vector<std::string> dense_indices = k.expression.DenseOnlyIndices();
@@ -549,7 +216,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
   }
   if (o.samples < 0) throw InputError("--samples must be at least 0");
   if (!(o.max_ms > 0)) throw InputError("--max-ms must be positive");
-  const std::vector<InputFile> files = ExpandPaths(o.paths, k.name);
+  const std::vector<InputFile> files = ExpandInputPaths(o.paths, k.name);
   const std::string db_path = DatabasePathOrDefault(o.db);
 
   Tally tally;
@@ -582,12 +249,12 @@ void RunCollect(const CollectOptions& o, Context& context) {
   const double hard_limit_s = o.hard_limit_s > 0 ? o.hard_limit_s : 5 * o.max_ms / 1000 + 20;
 
   Progress progress(int64_t(files.size()) * (o.samples + 1), o.progress_seconds, tally);
-  Watchdog watchdog(db_path, argv);
+  RestartWatchdog watchdog(db_path, argv, kStateVariable);
   bool bad_input = false;
 
   for (size_t m = 0; m < files.size(); ++m) {
     const std::string& path = files[m].path;
-    const std::string name = MatrixName(path);
+    const std::string name = MatrixNameOf(path);
     progress.SetMatrix(int64_t(m), int64_t(files.size()), name);
     progress.Status("reading");
     CooTensor tensor;
@@ -621,11 +288,16 @@ void RunCollect(const CollectOptions& o, Context& context) {
     key.dtype = k.dtype;
 
     progress.Status("sampling");
-    std::vector<Candidate> candidates = CandidatesFor(k, sizes, o, fingerprint);
+    CandidateOptions candidate_options;
+    candidate_options.samples = o.samples;
+    candidate_options.seed = o.seed;
+    candidate_options.uniform = o.uniform;
+    const std::vector<Candidate> candidates =
+        SampleCandidates(k.name, k.expression, sizes, fingerprint, candidate_options);
     progress.Shrink(o.samples + 1 - int64_t(candidates.size()));
     const std::set<std::string> done = db->MeasuredScheduleHashes(key, true);
-    std::vector<Candidate*> pending;
-    for (auto& c : candidates) {
+    std::vector<PendingRun> pending;
+    for (const auto& c : candidates) {
       if (done.count(c.hash)) {
         if (tally.recounted > 0) {
           --tally.recounted;
@@ -633,7 +305,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
           ++tally.skipped;
         }
       } else {
-        pending.push_back(&c);
+        pending.push_back(PendingRun{&c, "", -1});
       }
     }
     if (pending.empty()) {
@@ -647,41 +319,24 @@ void RunCollect(const CollectOptions& o, Context& context) {
     // share one object.
     std::vector<std::string> sources;
     std::map<std::string, int> source_ids;
-    for (Candidate* c : pending) {
-      LowerOutcome lowered = Lower(k.expression, c->schedule);
+    for (PendingRun& run : pending) {
+      LowerOutcome lowered = Lower(k.expression, run.candidate->schedule);
       if (!lowered.nest) {
-        c->failure = std::string(RunStatusName(RunStatus::kInvalidSchedule)) + ": " + lowered.error;
+        run.failure =
+            std::string(RunStatusName(RunStatus::kInvalidSchedule)) + ": " + lowered.error;
         continue;
       }
       const std::string source =
           GenerateKernelSource(*lowered.nest, k.dtype, CodegenMode::kRuntimeParameters);
       auto [it, added] = source_ids.emplace(source, int(sources.size()));
       if (added) sources.push_back(source);
-      c->kernel_source = it->second;
+      run.kernel_source = it->second;
     }
-    std::vector<std::string> compile_errors(sources.size());
-    std::vector<double> compile_ms(sources.size(), 0);
-    {
-      progress.Status("compiling " + std::to_string(sources.size()) + " kernels");
-      std::atomic<size_t> next{0};
-      auto worker = [&] {
-        for (size_t s; (s = next++) < sources.size();) {
-          try {
-            compile_ms[s] = jit.Compile(sources[s]).compile_ms;
-          } catch (const std::exception& e) {
-            compile_errors[s] = e.what();
-          }
-        }
-      };
-      std::vector<std::thread> workers;
-      const int jobs = std::max(1, std::min<int>(o.compile_jobs, int(sources.size())));
-      for (int w = 1; w < jobs; ++w) workers.emplace_back(worker);
-      worker();
-      for (auto& w : workers) w.join();
-    }
-    for (Candidate* c : pending) {
-      if (c->kernel_source >= 0 && !compile_errors[c->kernel_source].empty())
-        c->failure = "compile_failed: " + compile_errors[c->kernel_source];
+    progress.Status("compiling " + std::to_string(sources.size()) + " kernels");
+    const std::vector<Jit::Outcome> compiled = jit.CompileAll(sources, o.compile_jobs);
+    for (PendingRun& run : pending) {
+      if (run.kernel_source >= 0 && !compiled[run.kernel_source].error.empty())
+        run.failure = "compile_failed: " + compiled[run.kernel_source].error;
     }
 
     std::unique_ptr<KernelRunner> runner;
@@ -696,15 +351,15 @@ void RunCollect(const CollectOptions& o, Context& context) {
       progress.Shrink(int64_t(pending.size()));
       continue;
     }
-    double region_us = ParallelRegionMicros();
+    double region_us = ParallelRegionMicros(HardwareThreads());
     for (const auto wait_start = Clock::now();
-         region_us > kBusyRegionMicros &&
+         region_us > kBusyParallelRegionMicros &&
          std::chrono::duration<double>(Clock::now() - wait_start).count() < o.wait_idle_s;
-         region_us = ParallelRegionMicros()) {
+         region_us = ParallelRegionMicros(HardwareThreads())) {
       progress.Status("waiting for the cores to be idle");
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }
-    if (region_us > kBusyRegionMicros) {
+    if (region_us > kBusyParallelRegionMicros) {
       if (tally.busy_matrices++ == 0) {
         char text[256];
         std::snprintf(text, sizeof text,
@@ -717,12 +372,13 @@ void RunCollect(const CollectOptions& o, Context& context) {
     }
     progress.Status("measuring");
 
-    for (Candidate* c : pending) {
+    for (PendingRun& run : pending) {
+      const Candidate& c = *run.candidate;
       FailureRecord failure;
       failure.key = key;
       failure.expression = k.expression.text;
-      failure.schedule_json = c->json;
-      if (c->failure.empty()) {
+      failure.schedule_json = c.json;
+      if (run.failure.empty()) {
         Tally if_fired = tally;
         ++if_fired.failed["timed_out"];
         if_fired.restarts += 1;
@@ -735,37 +391,38 @@ void RunCollect(const CollectOptions& o, Context& context) {
         watchdog.Arm(hard_limit_s, stuck, if_fired.ToJson().dump());
         RunResult r;
         try {
-          r = VerifyThenTime(*runner, c->schedule, run_options);
+          r = VerifyThenTime(*runner, c.schedule, run_options);
         } catch (const std::exception& e) {
           r.status = RunStatus::kInvalidSchedule;
           r.message = e.what();
-          c->failure = std::string("error: ") + e.what();
+          run.failure = std::string("error: ") + e.what();
         }
         watchdog.Disarm();
-        if (c->failure.empty() && r.ok()) {
+        if (run.failure.empty() && r.ok()) {
           MeasurementRecord record;
           record.key = key;
           record.expression = k.expression.text;
-          record.schedule_json = c->json;
+          record.schedule_json = c.json;
           record.median_ms = r.time.median_ms;
           record.min_ms = r.time.min_ms;
           record.max_ms = r.time.max_ms;
           record.reps = r.time.reps;
           record.pack_ms = r.pack_ms;
-          record.compile_ms = r.compile_ms > 0 ? r.compile_ms : compile_ms[c->kernel_source];
+          record.compile_ms =
+              r.compile_ms > 0 ? r.compile_ms : compiled[run.kernel_source].kernel.compile_ms;
           record.verified = r.verified;
-          record.source = c->source;
+          record.source = c.source;
           db->RecordMeasurement(record);
           ++tally.measured;
           progress.Update();
           continue;
         }
-        if (c->failure.empty())
-          c->failure = std::string(RunStatusName(r.status)) + ": " + r.message;
+        if (run.failure.empty())
+          run.failure = std::string(RunStatusName(r.status)) + ": " + r.message;
       }
-      failure.reason = c->failure;
+      failure.reason = run.failure;
       db->RecordFailure(failure);
-      ++tally.failed[ReasonOf(c->failure)];
+      ++tally.failed[ReasonOf(run.failure)];
       progress.Update();
     }
     ++tally.matrices_done;

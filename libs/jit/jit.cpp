@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "base/errors.hpp"
 #include "base/hash.hpp"
@@ -134,6 +136,26 @@ CompiledKernel Jit::Compile(const std::string& source) {
   handles_[key] = handle;
   loaded_[key] = result;
   return result;
+}
+
+std::vector<Jit::Outcome> Jit::CompileAll(const std::vector<std::string>& sources, int jobs) {
+  std::vector<Outcome> out(sources.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t s; (s = next++) < sources.size();) {
+      try {
+        out[s].kernel = Compile(sources[s]);
+      } catch (const std::exception& e) {
+        out[s].error = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(sources.size())));
+  for (int w = 1; w < threads; ++w) workers.emplace_back(worker);
+  worker();
+  for (auto& w : workers) w.join();
+  return out;
 }
 
 }  // namespace sparsetune

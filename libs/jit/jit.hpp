@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_abi.h"
 
@@ -31,6 +32,14 @@ class Jit {
 
   // Throws InternalError naming the kept source and the compiler's first error lines.
   CompiledKernel Compile(const std::string& source);
+
+  // Compiles several sources, `jobs` at a time (compiling dominates bulk measurement). Entry s
+  // is sources[s]'s kernel, or holds the compiler's error in `error` with no function.
+  struct Outcome {
+    CompiledKernel kernel;
+    std::string error;
+  };
+  std::vector<Outcome> CompileAll(const std::vector<std::string>& sources, int jobs);
 
   const std::string& cache_dir() const { return cache_dir_; }
   const std::string& compiler() const { return compiler_; }

@@ -87,4 +87,8 @@ class KernelRunner {
   std::vector<PackEntry> packs_;
 };
 
+// For bulk measurement: verifies first and times only when the verifying run stayed under
+// options.timing.max_ms_per_run, so a schedule far too slow costs one run instead of two.
+RunResult VerifyThenTime(KernelRunner& runner, const Schedule& schedule, const RunOptions& options);
+
 }  // namespace sparsetune

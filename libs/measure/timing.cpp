@@ -47,4 +47,18 @@ TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions&
   return result;
 }
 
+double ParallelRegionMicros(int threads) {
+  using Clock = std::chrono::steady_clock;
+#pragma omp parallel num_threads(threads)
+  { asm volatile("" ::: "memory"); }
+  const auto start = Clock::now();
+  int regions = 0;
+  while (regions < 200 && Clock::now() - start < std::chrono::milliseconds(50)) {
+#pragma omp parallel num_threads(threads)
+    { asm volatile("" ::: "memory"); }
+    ++regions;
+  }
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / regions;
+}
+
 }  // namespace sparsetune

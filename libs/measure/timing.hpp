@@ -25,4 +25,10 @@ struct TimingResult {
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
 
+// Microseconds per empty parallel region of `threads` threads: about one on an idle machine.
+// When other processes hold the cores, a region's barrier waits for the scheduler to run every
+// thread (milliseconds), and the times of small kernels measure that wait, not the schedule.
+double ParallelRegionMicros(int threads);
+constexpr double kBusyParallelRegionMicros = 20;
+
 }  // namespace sparsetune

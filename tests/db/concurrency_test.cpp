@@ -214,7 +214,9 @@ TEST_F(ConcurrencyTest, SigkillDuringImportIsAllOrNothing) {
     int64_t count = db->Statistics().measurements;
     EXPECT_TRUE(count == 0 || count == kRows) << count;
     EXPECT_EQ(db->Statistics().schedules, count);
-    if (delay < 0) EXPECT_EQ(count, kRows);
+    if (delay < 0) {
+      EXPECT_EQ(count, kRows);
+    }
     ExpectConsistent(path);
   }
 }

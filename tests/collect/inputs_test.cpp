@@ -1,0 +1,150 @@
+// What collect runs over: manifests, lists and directories, and the schedules it samples.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "base/errors.hpp"
+#include "collect/candidates.hpp"
+#include "collect/inputs.hpp"
+#include "ir/kernels.hpp"
+
+namespace sparsetune {
+namespace {
+
+namespace fs = std::filesystem;
+
+class InputsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ =
+        fs::temp_directory_path() /
+        ("sparsetune_inputs_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "checkout/datasets/corpus");
+    fs::create_directories(dir_ / "shared/datasets/matrices");
+    fs::create_directories(dir_ / "cache/files");
+    setenv("SPARSETUNE_SHARED_DATASETS", (dir_ / "shared/datasets").c_str(), 1);
+    setenv("SPARSETUNE_CORPUS_CACHE", (dir_ / "cache").c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("SPARSETUNE_SHARED_DATASETS");
+    unsetenv("SPARSETUNE_CORPUS_CACHE");
+    fs::remove_all(dir_);
+  }
+  std::string Write(const std::string& relative, const std::string& text) {
+    const fs::path p = dir_ / relative;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  fs::path dir_;
+};
+
+TEST_F(InputsTest, ManifestEntriesOfTheKernelWithTheirOrigins) {
+  const std::string real = Write("shared/datasets/matrices/a.mtx", "x");
+  const std::string generated = Write("cache/files/g1_uniform.mtx", "x");
+  Write("cache/files/t1.tns", "x");
+  const std::string manifest = Write("checkout/datasets/corpus/corpus.tsv",
+                                     "# comment\n"
+                                     "name\tkernels\tnnz\tsource\n"
+                                     "a\tspmv,spmm\t10\tshared:matrices/a.mtx\n"
+                                     "g1_uniform\tspmv\t20\tgen uniform --rows 9 --seed 3\n"
+                                     "t1\tmttkrp\t30\tgen tensor3 --seed 4\n");
+  const auto spmv = ExpandInputPaths({manifest}, "spmv");
+  ASSERT_EQ(spmv.size(), 2u);
+  EXPECT_EQ(fs::path(spmv[0].path), fs::path(real));
+  EXPECT_EQ(spmv[0].origin, "shared:matrices/a.mtx");
+  EXPECT_EQ(fs::path(spmv[1].path), fs::path(generated));
+  EXPECT_EQ(spmv[1].origin, "gen uniform --rows 9 --seed 3");
+  const auto mttkrp = ExpandInputPaths({manifest}, "mttkrp");
+  ASSERT_EQ(mttkrp.size(), 1u);
+  EXPECT_EQ(fs::path(mttkrp[0].path).filename(), "t1.tns");
+  EXPECT_THROW(ExpandInputPaths({manifest}, "sddmm"), InputError);  // nothing to collect
+}
+
+TEST_F(InputsTest, ManifestErrorsNameTheLine) {
+  const std::string manifest = Write("checkout/datasets/corpus/corpus.tsv",
+                                     "name\tkernels\tnnz\tsource\n"
+                                     "g2\tspmv\t20\tgen banded --seed 1\n");
+  try {
+    ExpandInputPaths({manifest}, "spmv");
+    FAIL() << "a missing generated file must be an error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(std::string(e.what()).find("--materialize-only"), std::string::npos) << e.what();
+  }
+  const std::string bad = Write("checkout/datasets/corpus/bad.tsv", "a\tb\n");
+  try {
+    ExpandInputPaths({bad}, "spmv");
+    FAIL() << "a manifest without its header must be an error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 1);
+  }
+}
+
+TEST_F(InputsTest, ListsResolveRelativeToTheirFolderAndKeepOrigins) {
+  Write("lists/m/one.mtx", "x");
+  Write("lists/m/two.mtx", "x");
+  const std::string list =
+      Write("lists/batch.list", "# two files\nm/one.mtx\r\nm/two.mtx\tgen stencil2d --seed 7\n\n");
+  const auto files = ExpandInputPaths({list}, "spmv");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(fs::path(files[0].path), dir_ / "lists/m/one.mtx");
+  EXPECT_EQ(files[0].origin, files[0].path);
+  EXPECT_EQ(files[1].origin, "gen stencil2d --seed 7");
+  const std::string broken = Write("lists/broken.list", "m/one.mtx\nm/three.mtx\n");
+  try {
+    ExpandInputPaths({broken}, "spmv");
+    FAIL() << "a missing listed file must be an error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 2);
+  }
+}
+
+TEST_F(InputsTest, DirectoriesGiveTheirMatrixFilesSorted) {
+  Write("dir/b.mtx.gz", "x");
+  Write("dir/sub/a.tns", "x");
+  Write("dir/a.mtx", "x");
+  Write("dir/notes.md", "x");
+  const auto files = ExpandInputPaths({(dir_ / "dir").string()}, "spmv");
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(fs::path(files[0].path).filename(), "a.mtx");
+  EXPECT_EQ(fs::path(files[1].path).filename(), "b.mtx.gz");
+  EXPECT_EQ(fs::path(files[2].path).filename(), "a.tns");
+  EXPECT_THROW(ExpandInputPaths({(dir_ / "missing.mtx").string()}, "spmv"), InputError);
+}
+
+TEST(MatrixName, DropsMatrixAndTensorExtensions) {
+  EXPECT_EQ(MatrixNameOf("/x/bcsstk01.mtx.gz"), "bcsstk01");
+  EXPECT_EQ(MatrixNameOf("HB/west0479.tar.gz"), "west0479");
+  EXPECT_EQ(MatrixNameOf("nell-2.tns"), "nell-2");
+}
+
+TEST(Candidates, FixedCsrFirstThenDistinctDeterministicSamples) {
+  const Expression spmm = KernelExpression("spmm");
+  const std::map<std::string, int64_t> sizes = {{"i", 500}, {"k", 400}, {"j", 64}};
+  CandidateOptions options;
+  options.samples = 40;
+  const auto a = SampleCandidates("spmm", spmm, sizes, "fingerprint-a", options);
+  ASSERT_EQ(a.size(), 41u);
+  EXPECT_EQ(a[0].source, "fixed_csr");
+  std::set<std::string> hashes;
+  for (const auto& c : a) {
+    EXPECT_TRUE(hashes.insert(c.hash).second) << "duplicate " << c.json;
+    EXPECT_FALSE(c.json.empty());
+  }
+  const auto again = SampleCandidates("spmm", spmm, sizes, "fingerprint-a", options);
+  for (size_t n = 0; n < a.size(); ++n) EXPECT_EQ(a[n].hash, again[n].hash);
+  // Another matrix draws other schedules.
+  const auto other = SampleCandidates("spmm", spmm, sizes, "fingerprint-b", options);
+  int shared = 0;
+  for (const auto& c : other) shared += hashes.count(c.hash);
+  EXPECT_LT(shared, 20);
+}
+
+}  // namespace
+}  // namespace sparsetune
