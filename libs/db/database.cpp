@@ -1,4 +1,5 @@
 #include "db/database.hpp"
+#include "db/machine_rows.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -262,32 +263,7 @@ int64_t Database::UpsertMachine(const MachineInfo& machine) {
   RequireWritable("UpsertMachine");
   const std::string key = MachineKey(machine);
   int64_t id = 0;
-  connection_->WriteTransaction([&] {
-    {
-      Statement find = connection_->Prepare("SELECT id FROM machines WHERE machine_key = ?");
-      find.Bind(1, key);
-      if (find.Step()) {
-        id = find.Int(0);
-        return;
-      }
-    }
-    Statement insert = connection_->Prepare(
-        "INSERT INTO machines (machine_key, cpu_model, cores, threads, l1d_bytes, l2_bytes, "
-        "l3_bytes, isa, compiler, compiler_version, flags) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-    insert.Bind(1, key)
-        .Bind(2, machine.cpu_model)
-        .Bind(3, machine.cores)
-        .Bind(4, machine.threads)
-        .Bind(5, machine.l1d_bytes)
-        .Bind(6, machine.l2_bytes)
-        .Bind(7, machine.l3_bytes)
-        .Bind(8, machine.isa)
-        .Bind(9, machine.compiler)
-        .Bind(10, machine.compiler_version)
-        .Bind(11, machine.flags)
-        .Run();
-    id = connection_->LastInsertId();
-  });
+  connection_->WriteTransaction([&] { id = FindOrInsertMachine(*connection_, key, machine); });
   return id;
 }
 

@@ -19,6 +19,7 @@
 #include "base/hash.hpp"
 #include "base/paths.hpp"
 #include "db/database.hpp"
+#include "db/machine_rows.hpp"
 #include "db/sqlite.hpp"
 
 namespace sparsetune {
@@ -231,28 +232,7 @@ class RecordApplier {
       // The key is the machine's identity where it was measured; keep it as written.
       std::string key = machine.value("key", "");
       if (key.empty()) key = MachineKey(info);
-      {
-        Statement insert = conn_.Prepare(
-            "INSERT INTO machines (machine_key, cpu_model, cores, threads, l1d_bytes, l2_bytes, "
-            "l3_bytes, isa, compiler, compiler_version, flags) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT (machine_key) DO NOTHING");
-        insert.Bind(1, key)
-            .Bind(2, info.cpu_model)
-            .Bind(3, info.cores)
-            .Bind(4, info.threads)
-            .Bind(5, info.l1d_bytes)
-            .Bind(6, info.l2_bytes)
-            .Bind(7, info.l3_bytes)
-            .Bind(8, info.isa)
-            .Bind(9, info.compiler)
-            .Bind(10, info.compiler_version)
-            .Bind(11, info.flags)
-            .Run();
-      }
-      Statement find = conn_.Prepare("SELECT id FROM machines WHERE machine_key = ?");
-      find.Bind(1, key);
-      if (!find.Step()) Fail("machine row missing after insert");
-      machines_[machine.at("id").get<int64_t>()] = find.Int(0);
+      machines_[machine.at("id").get<int64_t>()] = FindOrInsertMachine(conn_, key, info);
     }
   }
 
