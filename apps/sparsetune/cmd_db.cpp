@@ -43,6 +43,7 @@ void RunStats(const DbOptions& o) {
     nlohmann::json out = DatabaseStatsToJson(s);
     out["database"] = path;
     out["schema_version"] = db->SchemaVersion();
+    out["kernels"] = KernelStatsToJson(db->KernelStatistics());
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -53,6 +54,20 @@ void RunStats(const DbOptions& o) {
   std::printf("failures      %lld\n", (long long)s.failures);
   std::printf("winners       %lld\n", (long long)s.winners);
   std::printf("machines      %lld\n", (long long)s.machines);
+  const std::vector<KernelStats> kernels = db->KernelStatistics();
+  if (kernels.empty()) return;
+  std::printf("\n%-12s %9s %13s %9s  %s\n", "kernel", "matrices", "measurements", "failures",
+              "by reason");
+  for (const auto& k : kernels) {
+    int64_t failures = 0;
+    std::string reasons;
+    for (const auto& [reason, count] : k.failures) {
+      failures += count;
+      reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+    }
+    std::printf("%-12s %9lld %13lld %9lld  %s\n", k.kernel.c_str(), (long long)k.matrices,
+                (long long)k.measurements, (long long)failures, reasons.c_str());
+  }
 }
 
 void RunExport(const DbOptions& o) {
@@ -83,7 +98,8 @@ void RegisterDb(CLI::App& app, Context& context) {
   db->require_subcommand(1);
   {
     auto o = std::make_shared<DbOptions>();
-    CLI::App* sub = db->add_subcommand("stats", "Row counts");
+    CLI::App* sub = db->add_subcommand(
+        "stats", "Row counts, and per kernel the matrices, measurements and failures by reason");
     AddDatabaseOption(sub, o->db);
     sub->add_flag("--json", o->json, "One JSON object on stdout");
     sub->callback([o] { RunStats(*o); });

@@ -124,6 +124,17 @@ nlohmann::json DatabaseStatsToJson(const DatabaseStats& stats) {
           {"failures", stats.failures},         {"machines", stats.machines}};
 }
 
+nlohmann::json KernelStatsToJson(const std::vector<KernelStats>& stats) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : stats) {
+    out.push_back({{"kernel", k.kernel},
+                   {"matrices", k.matrices},
+                   {"measurements", k.measurements},
+                   {"failures", k.failures}});
+  }
+  return out;
+}
+
 // --- Opening ----------------------------------------------------------------------------------
 
 Database::Database(std::string path, OpenMode mode) : path_(std::move(path)), mode_(mode) {}
@@ -610,6 +621,38 @@ DatabaseStats Database::Statistics() {
   stats.failures = count.Int(4);
   stats.machines = count.Int(5);
   return stats;
+}
+
+std::vector<KernelStats> Database::KernelStatistics() {
+  std::map<std::string, KernelStats> by_kernel;
+  {
+    Statement rows = connection_->Prepare(
+        "SELECT s.kernel, count(*) FROM measurements m JOIN schedules s ON s.id = m.schedule_id "
+        "GROUP BY s.kernel");
+    while (rows.Step()) by_kernel[rows.Text(0)].measurements = rows.Int(1);
+  }
+  {
+    Statement rows = connection_->Prepare(
+        "SELECT s.kernel, substr(f.reason, 1, instr(f.reason || ':', ':') - 1) AS cause, "
+        "count(*) FROM failures f JOIN schedules s ON s.id = f.schedule_id "
+        "GROUP BY s.kernel, cause");
+    while (rows.Step()) by_kernel[rows.Text(0)].failures[rows.Text(1)] = rows.Int(2);
+  }
+  {
+    Statement rows = connection_->Prepare(
+        "SELECT kernel, count(DISTINCT matrix_id) FROM ("
+        "SELECT s.kernel AS kernel, m.matrix_id AS matrix_id FROM measurements m "
+        "JOIN schedules s ON s.id = m.schedule_id UNION "
+        "SELECT s.kernel, f.matrix_id FROM failures f JOIN schedules s ON s.id = f.schedule_id) "
+        "GROUP BY kernel");
+    while (rows.Step()) by_kernel[rows.Text(0)].matrices = rows.Int(1);
+  }
+  std::vector<KernelStats> out;
+  for (auto& [kernel, stats] : by_kernel) {
+    stats.kernel = kernel;
+    out.push_back(std::move(stats));
+  }
+  return out;
 }
 
 }  // namespace sparsetune

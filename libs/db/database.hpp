@@ -129,6 +129,15 @@ struct DatabaseStats {
 };
 nlohmann::json DatabaseStatsToJson(const DatabaseStats& stats);
 
+// What is stored for one kernel: how far a collection has come.
+struct KernelStats {
+  std::string kernel;
+  int64_t matrices = 0;  // with at least one measurement or failure
+  int64_t measurements = 0;
+  std::map<std::string, int64_t> failures;  // by reason: the reason's text up to its first ':'
+};
+nlohmann::json KernelStatsToJson(const std::vector<KernelStats>& stats);
+
 // The schedule database (SQLite). Safe to use from several processes at once: every write is
 // one IMMEDIATE transaction, retried while another process holds the lock. One object per
 // thread.
@@ -181,6 +190,8 @@ class Database {
   // Ordered by matrix, then machine and median time.
   std::vector<MeasurementRow> Measurements(const MeasurementFilter& filter);
   DatabaseStats Statistics();
+  // Per kernel, in name order.
+  std::vector<KernelStats> KernelStatistics();
 
   // --- Transfer ------------------------------------------------------------------------------
   // Writes every machine, matrix, schedule, measurement, failure and winner to a gzip-compressed

@@ -152,6 +152,21 @@ TEST(Collect, StoresMeasurementsAndResumes) {
   EXPECT_EQ(j["matrices"], 2);
   EXPECT_EQ(j["measurements"], Count(db, "SELECT count(*) FROM measurements"));
   EXPECT_EQ(j["winners"], 0);
+  // ...and per kernel, the failures grouped by reason.
+  ASSERT_EQ(j["kernels"].size(), 1u) << j.dump();
+  const auto& spmv = j["kernels"][0];
+  EXPECT_EQ(spmv["kernel"], "spmv");
+  EXPECT_EQ(spmv["matrices"], 2);
+  EXPECT_EQ(spmv["measurements"], j["measurements"]);
+  int64_t failures = 0;
+  for (const auto& [reason, count] : spmv["failures"].items()) {
+    EXPECT_EQ(reason.find(':'), std::string::npos) << reason;
+    failures += count.get<int64_t>();
+  }
+  EXPECT_EQ(failures, Count(db, "SELECT count(*) FROM failures"));
+  r = RunCli({"db", "stats", "--db", db}, Env(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("spmv"), std::string::npos) << r.out;
 }
 
 TEST(Collect, OtherKernelsDirectoriesAndTensors) {
