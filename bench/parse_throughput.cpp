@@ -133,6 +133,10 @@ void Report(const char* what, const Timing& t, double megabytes) {
 int main(int argc, char** argv) {
   const int64_t entries = argc > 1 ? std::atoll(argv[1]) : 10'000'000;
   const int64_t dimension = argc > 2 ? std::atoll(argv[2]) : 1'000'000;
+  if (argc > 3 || entries <= 0 || dimension <= 0) {
+    std::fprintf(stderr, "usage: parse_throughput [entries (default 10000000)] [dimension]\n");
+    return 2;
+  }
   char dir_pattern[] = "/tmp/parse_throughput_XXXXXX";
   if (!mkdtemp(dir_pattern)) {
     std::perror("mkdtemp");
