@@ -71,16 +71,16 @@ void CheckRandomSchedules(const std::string& kernel, int schedules, uint64_t see
 }
 
 TEST(RandomSchedules, Spmv) {
-  CheckRandomSchedules("spmv", 120, 1);
+  CheckRandomSchedules("spmv", 300, 1);
 }
 TEST(RandomSchedules, Spmm) {
-  CheckRandomSchedules("spmm", 120, 2);
+  CheckRandomSchedules("spmm", 300, 2);
 }
 TEST(RandomSchedules, Sddmm) {
-  CheckRandomSchedules("sddmm", 120, 3);
+  CheckRandomSchedules("sddmm", 300, 3);
 }
 TEST(RandomSchedules, Mttkrp) {
-  CheckRandomSchedules("mttkrp", 120, 4);
+  CheckRandomSchedules("mttkrp", 300, 4);
 }
 
 }  // namespace
