@@ -7,24 +7,14 @@
 
 #include "base/errors.hpp"
 #include "base/paths.hpp"
+#include "base/strings.hpp"
+#include "io/read.hpp"
 
 namespace sparsetune {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool IsTensorFileName(const std::string& name) {
-  for (const char* ext : {".mtx", ".mtx.gz", ".tns", ".tns.gz", ".tar.gz"}) {
-    if (EndsWith(name, ext)) return true;
-  }
-  return false;
-}
 
 bool IsListFileName(const std::string& name) {
   return EndsWith(name, ".list") || EndsWith(name, ".txt");
@@ -135,7 +125,7 @@ std::vector<InputFile> ExpandInputPaths(const std::vector<std::string>& paths,
     } else if (fs::is_directory(path, ec)) {
       std::vector<std::string> found;
       for (const auto& entry : fs::recursive_directory_iterator(path)) {
-        if (entry.is_regular_file() && IsTensorFileName(entry.path().filename().string()))
+        if (entry.is_regular_file() && HasTensorFileExtension(entry.path().filename().string()))
           found.push_back(entry.path().string());
       }
       std::sort(found.begin(), found.end());
@@ -152,7 +142,7 @@ std::vector<InputFile> ExpandInputPaths(const std::vector<std::string>& paths,
 
 std::string MatrixNameOf(const std::string& path) {
   std::string name = fs::path(path).filename().string();
-  for (const char* ext : {".gz", ".tar", ".mtx", ".tns"}) {
+  for (const char* ext : {".gz", ".tar", ".tgz", ".mtx", ".tns"}) {
     if (EndsWith(name, ext)) name.resize(name.size() - std::string(ext).size());
   }
   return name;

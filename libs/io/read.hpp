@@ -15,6 +15,10 @@ namespace sparsetune {
 // imaginary part of complex values) are appended to `warnings` when it is given.
 CooTensor ReadTensorFile(const std::string& path, std::vector<std::string>* warnings = nullptr);
 
+// Whether ReadTensorFile reads a file of this name: .mtx, .mtx.gz, .tns, .tns.gz, .tar.gz or
+// .tgz, in any letter case.
+bool HasTensorFileExtension(const std::string& path);
+
 // The parsers over text already in memory; `name` is used in messages.
 CooTensor ParseMatrixMarket(std::string_view text, const std::string& name,
                             std::vector<std::string>* warnings = nullptr);

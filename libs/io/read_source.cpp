@@ -23,7 +23,7 @@ namespace sparsetune::io_internal {
 
 namespace {
 
-bool EndsWith(const std::string& s, std::string_view suffix) {
+bool EndsWithNoCase(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          std::equal(suffix.rbegin(), suffix.rend(), s.rbegin(), [](char a, char b) {
            return a == std::tolower(static_cast<unsigned char>(b));
@@ -204,8 +204,8 @@ void Bytes::Reserve(size_t capacity) {
 }
 
 FileKind KindFromName(const std::string& path) {
-  if (EndsWith(path, ".tar.gz") || EndsWith(path, ".tgz")) return FileKind::kArchive;
-  if (EndsWith(path, ".tns") || EndsWith(path, ".tns.gz")) return FileKind::kTns;
+  if (EndsWithNoCase(path, ".tar.gz") || EndsWithNoCase(path, ".tgz")) return FileKind::kArchive;
+  if (EndsWithNoCase(path, ".tns") || EndsWithNoCase(path, ".tns.gz")) return FileKind::kTns;
   return FileKind::kMatrixMarket;
 }
 
@@ -271,7 +271,7 @@ Bytes Gunzip(std::string_view compressed, const std::string& name, size_t max_ou
 Bytes LoadFile(const std::string& path) {
   Bytes raw = ReadAll(path);
   if (LooksGzipped(raw.view())) return Gunzip(raw.view(), path);
-  if (EndsWith(path, ".gz") && raw.size() > 0) {
+  if (EndsWithNoCase(path, ".gz") && raw.size() > 0) {
     Fail(path, 0, "not gzip data, although the name ends in .gz");
   }
   return raw;
@@ -286,7 +286,7 @@ LoadedText LoadFromArchive(const std::string& path) {
     CheckRegularOrStream(path, st);
   }
   std::string stem = Basename(path);
-  stem.erase(stem.size() - (EndsWith(stem, ".tgz") ? 4 : 7));
+  stem.erase(stem.size() - (EndsWithNoCase(stem, ".tgz") ? 4 : 7));
   const std::string wanted = stem + "/" + stem + ".mtx";
 
   std::vector<std::string> candidates;
@@ -296,7 +296,7 @@ LoadedText LoadFromArchive(const std::string& path) {
     std::string entry;
     while (NextFileEntry(reader, path, &entry)) {
       if (entry == wanted) return {ReadEntryData(reader, path), path + "[" + entry + "]"};
-      if (EndsWith(entry, ".mtx")) candidates.push_back(entry);
+      if (EndsWithNoCase(entry, ".mtx")) candidates.push_back(entry);
     }
   }
   if (candidates.empty()) Fail(path, 0, "the archive holds no .mtx file (expected " + wanted + ")");
@@ -324,3 +324,14 @@ void RejectBinary(std::string_view text, const std::string& name) {
 }
 
 }  // namespace sparsetune::io_internal
+
+namespace sparsetune {
+
+bool HasTensorFileExtension(const std::string& path) {
+  for (const char* ext : {".mtx", ".mtx.gz", ".tns", ".tns.gz", ".tar.gz", ".tgz"}) {
+    if (io_internal::EndsWithNoCase(path, ext)) return true;
+  }
+  return false;
+}
+
+}  // namespace sparsetune

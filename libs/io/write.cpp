@@ -15,15 +15,11 @@
 #include <vector>
 
 #include "base/errors.hpp"
+#include "base/strings.hpp"
 
 namespace sparsetune {
 
 namespace {
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Temporary files being written. If the process is interrupted (SIGINT, SIGTERM, SIGHUP) a
 // handler removes them, so a killed run does not leave a hidden file of gigabytes behind.
