@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/threads.hpp"
 #include "codegen/codegen.hpp"
 #include "collect/candidates.hpp"
 #include "collect/inputs.hpp"

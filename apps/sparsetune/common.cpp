@@ -5,6 +5,7 @@
 
 #include "base/errors.hpp"
 #include "base/paths.hpp"
+#include "base/threads.hpp"
 #include "ir/kernels.hpp"
 #include "superschedule/random_schedule.hpp"
 #include "superschedule/waco_template.hpp"

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/hash.hpp"
+#include "base/threads.hpp"
 #include "db/database.hpp"
 #include "ir/loop_nest.hpp"
 #include "superschedule/random_schedule.hpp"

@@ -1,8 +1,16 @@
 #include "measure/timing.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <random>
 #include <vector>
+
+#include <omp.h>
+
+#include "base/threads.hpp"
 
 namespace sparsetune {
 
@@ -12,6 +20,18 @@ double Elapsed(std::chrono::steady_clock::time_point since) {
       .count();
 }
 }  // namespace
+
+static TimingResult Summarize(std::vector<double> samples) {
+  TimingResult result;
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  if (n == 0) return result;
+  result.reps = static_cast<int>(n);
+  result.min_ms = samples.front();
+  result.max_ms = samples.back();
+  result.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return result;
+}
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {
   TimingResult result;
@@ -38,13 +58,71 @@ TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions&
         Elapsed(start) >= options.min_total_ms)
       break;
   }
-  std::sort(samples.begin(), samples.end());
-  const size_t n = samples.size();
-  result.reps = static_cast<int>(n);
-  result.min_ms = samples.front();
-  result.max_ms = samples.back();
-  result.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  return result;
+  return Summarize(std::move(samples));
+}
+
+std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
+                                          const TimingOptions& options, uint64_t seed) {
+  const size_t n = runs.size();
+  std::vector<TimingResult> results(n);
+  std::vector<std::vector<double>> samples(n);
+  std::vector<bool> active(n, true);
+  auto timed = [&](size_t c) {
+    const auto t0 = std::chrono::steady_clock::now();
+    runs[c]();
+    const double ms = Elapsed(t0);
+    if (options.max_ms_per_run > 0 && ms > options.max_ms_per_run) {
+      active[c] = false;
+      results[c].timed_out = true;
+      results[c].median_ms = results[c].min_ms = results[c].max_ms = ms;
+      results[c].reps = 1;
+    }
+    return ms;
+  };
+  // Warm-up: the same count for everyone, enough for the slowest-starting contender.
+  for (size_t c = 0; c < n; ++c) {
+    const auto warm_start = std::chrono::steady_clock::now();
+    for (int w = 0; w < 10 && active[c]; ++w) {
+      timed(c);
+      if (w + 1 >= options.warmup_runs && Elapsed(warm_start) >= options.warmup_ms) break;
+    }
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<size_t> order(n);
+  for (size_t c = 0; c < n; ++c) order[c] = c;
+  const auto start = std::chrono::steady_clock::now();
+  for (int round = 0; round < options.max_reps; ++round) {
+    std::shuffle(order.begin(), order.end(), rng);
+    size_t remaining = 0;
+    for (size_t c : order) {
+      if (!active[c]) continue;
+      const double ms = timed(c);
+      if (active[c]) samples[c].push_back(ms);
+      remaining += active[c];
+    }
+    if (remaining == 0) break;
+    if (round + 1 >= options.min_reps &&
+        Elapsed(start) >= options.min_total_ms * static_cast<double>(remaining))
+      break;
+  }
+  for (size_t c = 0; c < n; ++c) {
+    if (!results[c].timed_out) results[c] = Summarize(std::move(samples[c]));
+  }
+  return results;
+}
+
+void PinOpenMpThreads() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const int cores = HardwareThreads();
+#pragma omp parallel num_threads(cores)
+    {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(omp_get_thread_num() % cores, &set);
+      sched_setaffinity(0, sizeof(set), &set);
+    }
+  });
 }
 
 double ParallelRegionMicros(int threads) {

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace sparsetune {
 
@@ -24,6 +26,20 @@ struct TimingResult {
 };
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
+
+// Times several contenders fairly: each is warmed up the same way, then the timed runs go in
+// rounds, every round running each remaining contender once in a fresh shuffled order, so a
+// contender never profits from running after another (warm caches, a faster clock) more often
+// than its rivals do. Rounds continue until every contender has min_reps runs and the rounds
+// took min_total_ms per contender (or max_reps). A contender whose run exceeds max_ms_per_run,
+// in warm-up or in a round, is marked timed_out and leaves the rounds. `seed` fixes the order.
+std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
+                                          const TimingOptions& options, uint64_t seed = 1);
+
+// Binds each OpenMP worker thread to its own core, once per process (later calls do nothing).
+// The pool's threads persist across parallel regions, including those of kernels loaded with
+// dlopen, so every measured kernel runs with the same placement.
+void PinOpenMpThreads();
 
 // Microseconds per empty parallel region of `threads` threads: about one on an idle machine.
 // When other processes hold the cores, a region's barrier waits for the scheduler to run every

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
-#include <thread>
 
 #include "base/errors.hpp"
+#include "base/threads.hpp"
 #include "ir/kernels.hpp"
 #include "ir/loop_nest.hpp"
 
@@ -73,11 +73,6 @@ std::vector<float> ScheduleEncoding::Flat(int num_splits) const {
   out.insert(out.end(), order.begin(), order.end());
   for (size_t k = num_splits; k < categorical.size(); ++k) out.push_back(float(categorical[k]));
   return out;
-}
-
-int HardwareThreads() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
 }
 
 const std::vector<std::string>& WacoTemplate::Kernels() {

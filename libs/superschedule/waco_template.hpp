@@ -192,7 +192,4 @@ class WacoTemplate {
   mutable std::map<std::string, std::vector<std::vector<int>>> orders_;  // by split pattern
 };
 
-// Machine's hardware thread count (at least 1).
-int HardwareThreads();
-
 }  // namespace sparsetune
