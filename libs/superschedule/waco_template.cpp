@@ -75,6 +75,10 @@ std::vector<float> ScheduleEncoding::Flat(int num_splits) const {
   return out;
 }
 
+int WacoTemplate::Version() {
+  return 1;
+}
+
 const std::vector<std::string>& WacoTemplate::Kernels() {
   static const std::vector<std::string> kernels = {"spmv", "spmm", "sddmm", "mttkrp"};
   return kernels;

@@ -123,6 +123,9 @@ class WacoTemplate {
   ~WacoTemplate();
 
   const std::string& kernel() const { return kernel_; }
+  // Changes whenever the space or its encoding changes: a model trained on another version
+  // cannot read this template's encodings.
+  static int Version();
   const Expression& expression() const { return expression_; }
   // Indices in encoding order: A's modes, then the dense ones.
   const std::vector<std::string>& indices() const { return indices_; }
