@@ -58,13 +58,13 @@ std::string FormatKey(const StorageFormat& f) {
 }
 }  // namespace
 
-const PackedTensor* KernelRunner::PackFor(const StorageFormat& format, double cap,
-                                          std::string* refusal, double* pack_ms) {
+std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& format, double cap,
+                                                          std::string* refusal, double* pack_ms) {
   const std::string key = FormatKey(format) + "cap" + std::to_string(cap);
   for (auto& entry : packs_) {
     if (entry.key == key) {
       *pack_ms = entry.packed->pack_ms;
-      return entry.packed.get();
+      return entry.packed;
     }
   }
   PackOutcome outcome = Pack(sparse_, format, dtype_, cap);
@@ -75,12 +75,17 @@ const PackedTensor* KernelRunner::PackFor(const StorageFormat& format, double ca
   *pack_ms = outcome.packed->pack_ms;
   constexpr size_t kKeep = 3;
   if (packs_.size() >= kKeep) packs_.erase(packs_.begin());
-  packs_.push_back({key, std::move(outcome.packed)});
-  return packs_.back().packed.get();
+  packs_.push_back({key, std::shared_ptr<const PackedTensor>(std::move(outcome.packed))});
+  return packs_.back().packed;
 }
 
-RunResult KernelRunner::Run(const Schedule& input_schedule, const RunOptions& options) {
-  RunResult result;
+void PreparedKernel::Call() const {
+  function_(&args_);
+}
+
+PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOptions& options) {
+  PreparedKernel prepared;
+  RunResult& result = prepared.result_;
   Schedule schedule = input_schedule;
   if (options.threads >= 0) schedule.threads = options.threads;
   schedule.Canonicalize();
@@ -90,39 +95,39 @@ RunResult KernelRunner::Run(const Schedule& input_schedule, const RunOptions& op
   if (!lowered.nest) {
     result.status = RunStatus::kInvalidSchedule;
     result.message = lowered.error;
-    return result;
+    return prepared;
   }
   const LoopNest& nest = *lowered.nest;
   result.nest = nest.ToString();
 
   std::string refusal;
-  const PackedTensor* packed =
-      PackFor(nest.storage, options.padding_cap, &refusal, &result.pack_ms);
-  if (!packed) {
+  prepared.packed_ = PackFor(nest.storage, options.padding_cap, &refusal, &result.pack_ms);
+  if (!prepared.packed_) {
     result.status = RunStatus::kFormatRefused;
     result.message = refusal;
-    return result;
+    return prepared;
   }
+  const PackedTensor& packed = *prepared.packed_;
 
   const std::string source = GenerateKernelSource(nest, dtype_, options.mode);
   CompiledKernel kernel = jit_.Compile(source);
   result.compile_ms = kernel.compile_ms;
   result.compile_cached = kernel.cached;
   result.source_path = kernel.source_path;
+  prepared.function_ = kernel.function;
 
-  // Arguments.
-  st_args args;
+  st_args& args = prepared.args_;
   std::memset(&args, 0, sizeof(args));
   for (size_t k = 0; k < expression_.indices.size(); ++k) {
     args.dims[k] = sizes_.at(expression_.indices[k]);
     args.splits[k] = nest.splits.at(expression_.indices[k]);
   }
-  for (size_t l = 0; l < packed->levels.size(); ++l) {
-    const PackedLevel& level = packed->levels[l];
+  for (size_t l = 0; l < packed.levels.size(); ++l) {
+    const PackedLevel& level = packed.levels[l];
     args.levels[l] = {level.extent, level.positions, level.pos.empty() ? nullptr : level.pos.data(),
                       level.crd.empty() ? nullptr : level.crd.data()};
   }
-  args.sparse_values = packed->values_data();
+  args.sparse_values = packed.values_data();
   for (size_t t = 1; t < expression_.tensors.size(); ++t) {
     if (static_cast<int>(t) != expression_.sparse) args.inputs[t] = inputs_[t].data();
   }
@@ -136,34 +141,40 @@ RunResult KernelRunner::Run(const Schedule& input_schedule, const RunOptions& op
   }
   int64_t output_size = 1;
   if (expression_.sparse_output_prefix > 0) {
-    output_size = output_levels == 0 ? 1 : packed->levels[output_levels - 1].positions;
+    output_size = output_levels == 0 ? 1 : packed.levels[output_levels - 1].positions;
     const auto& out = expression_.tensors[0].indices;
     for (size_t k = expression_.sparse_output_prefix; k < out.size(); ++k)
       output_size *= sizes_.at(out[k]);
   } else {
     output_size = TensorElements(expression_.tensors[0], sizes_);
   }
-  ValueBuffer output(dtype_, output_size);
-  args.output = output.data();
+  prepared.output_ = std::make_unique<ValueBuffer>(dtype_, output_size);
+  args.output = prepared.output_->data();
 
   if (options.verify) {
     // Elements the kernel fails to write stay NaN and fail verification.
-    output.Fill(std::nan(""));
-    kernel.function(&args);
-    if (!Verify(output, *packed, output_levels, &result.message, &result.max_relative_error)) {
+    prepared.output_->Fill(std::nan(""));
+    prepared.Call();
+    if (!Verify(*prepared.output_, packed, output_levels, &result.message,
+                &result.max_relative_error)) {
       result.status = RunStatus::kWrongResult;
-      return result;
+      return prepared;
     }
     result.verified = true;
   }
-  if (options.time) {
-    result.time = TimeRepeated([&] { kernel.function(&args); }, options.timing);
-    if (result.time.timed_out) {
-      result.status = RunStatus::kTimedOut;
-      result.message = "a run took " + std::to_string(result.time.median_ms) +
-                       " ms, over the limit of " + std::to_string(options.timing.max_ms_per_run) +
-                       " ms";
-    }
+  return prepared;
+}
+
+RunResult KernelRunner::Run(const Schedule& schedule, const RunOptions& options) {
+  PreparedKernel prepared = Prepare(schedule, options);
+  RunResult result = prepared.result();
+  if (!result.ok() || !options.time) return result;
+  result.time = TimeRepeated([&] { prepared.Call(); }, options.timing);
+  if (result.time.timed_out) {
+    result.status = RunStatus::kTimedOut;
+    result.message = "a run took " + std::to_string(result.time.median_ms) +
+                     " ms, over the limit of " + std::to_string(options.timing.max_ms_per_run) +
+                     " ms";
   }
   return result;
 }

@@ -50,6 +50,29 @@ struct RunResult {
   bool ok() const { return status == RunStatus::kOk; }
 };
 
+// A schedule lowered, packed, compiled and (unless RunOptions::verify is false) verified: ready
+// to be called and timed beside other contenders (TimeInterleaved). It owns its packed operand
+// and output, so it stays valid however many others are prepared after it.
+class PreparedKernel {
+ public:
+  // Status, schedule, verification, pack and compile times; no time yet.
+  const RunResult& result() const { return result_; }
+  bool ok() const { return result_.ok(); }
+  // Runs the kernel once on the runner's operands. Only when ok().
+  void Call() const;
+  // What the kernel last wrote (the output tensor's values, or the sparse output's values by
+  // position of the packed format).
+  const ValueBuffer& output() const { return *output_; }
+
+ private:
+  friend class KernelRunner;
+  RunResult result_;
+  std::shared_ptr<const PackedTensor> packed_;
+  std::unique_ptr<ValueBuffer> output_;
+  st_args args_{};
+  st_kernel_fn function_ = nullptr;
+};
+
 // Runs schedules of one expression on one sparse tensor: lowers, packs, generates, compiles,
 // verifies against the reference and times. Dense operands and the reference are built once.
 class KernelRunner {
@@ -58,7 +81,14 @@ class KernelRunner {
                Jit& jit);
   ~KernelRunner();
 
+  // Everything but the timing (options.time is ignored).
+  PreparedKernel Prepare(const Schedule& schedule, const RunOptions& options);
+  // Prepare, then time it alone with TimeRepeated when options.time.
   RunResult Run(const Schedule& schedule, const RunOptions& options);
+  // The dense inputs by tensor id (empty buffers for the output and the sparse operand): the
+  // same operands every contender, library or generated, must use.
+  const std::vector<ValueBuffer>& inputs() const { return inputs_; }
+  const CooTensor& sparse() const { return sparse_; }
 
   const Expression& expression() const { return expression_; }
   const IndexSizes& sizes() const { return sizes_; }
@@ -67,8 +97,8 @@ class KernelRunner {
   const ReferenceResult& reference();
 
  private:
-  const PackedTensor* PackFor(const StorageFormat& format, double cap, std::string* refusal,
-                              double* pack_ms);
+  std::shared_ptr<const PackedTensor> PackFor(const StorageFormat& format, double cap,
+                                              std::string* refusal, double* pack_ms);
   bool Verify(const ValueBuffer& output, const PackedTensor& packed, int output_levels,
               std::string* message, double* max_error);
 
@@ -82,7 +112,7 @@ class KernelRunner {
   // The most recently packed formats, reused across schedules that share them.
   struct PackEntry {
     std::string key;
-    std::unique_ptr<PackedTensor> packed;
+    std::shared_ptr<const PackedTensor> packed;
   };
   std::vector<PackEntry> packs_;
 };
