@@ -14,8 +14,14 @@ namespace {
 // "i<k>n", tensor t is "T<t>", temporary k "tmp<k>", sparse positions "p<level>".
 class Emitter {
  public:
-  Emitter(const LoopNest& nest, DType dtype, CodegenMode mode)
-      : nest_(nest), e_(nest.expression), dtype_(dtype), mode_(mode) {
+  Emitter(const LoopNest& nest, DType dtype, CodegenMode mode,
+          std::vector<CoordinateEncoding> encodings)
+      : nest_(nest),
+        e_(nest.expression),
+        dtype_(dtype),
+        mode_(mode),
+        encodings_(std::move(encodings)) {
+    encodings_.resize(nest.storage.levels.size());
     const auto& levels = nest.storage.levels;
     while (output_levels_ < static_cast<int>(levels.size()) &&
            levels[output_levels_].mode < e_.sparse_output_prefix) {
@@ -38,6 +44,7 @@ class Emitter {
     Line(std::string("extern \"C\" {\n") + SPARSETUNE_KERNEL_ABI_TEXT + "\n}");
     Line(std::string("typedef ") + DTypeCName(dtype_) + " value_t;");
     Line("static inline int64_t st_min(int64_t a, int64_t b) { return a < b ? a : b; }");
+    if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
     Line("extern \"C\" int sparsetune_kernel(const st_args* args) {");
     ++depth_;
     EmitPrologue();
@@ -61,7 +68,7 @@ class Emitter {
     std::string summary = s.Summary();
     // Summary() prints "i/0" for split indices and "chunk 0"; keep only the structure.
     const size_t par = summary.find(" chunk 0");
-    if (par != std::string::npos) summary.erase(par);
+    if (par != std::string::npos) summary.erase(par, std::string(" chunk 0").size());
     return summary;
   }
 
@@ -108,8 +115,15 @@ class Emitter {
            nest_.level_vars[l].name +
            (nest_.storage.levels[l].kind == LevelKind::kDense ? ":U" : ":C"));
       if (nest_.storage.levels[l].kind == LevelKind::kCompressed) {
+        const CoordinateEncoding& encoding = encodings_[l];
+        const std::string type = encoding.bits == 8    ? "uint8_t"
+                                 : encoding.bits == 16 ? "uint16_t"
+                                                       : "int32_t";
         Line("const int32_t* __restrict L" + L + "_pos = args->levels[" + L + "].pos;");
-        Line("const int32_t* __restrict L" + L + "_crd = args->levels[" + L + "].crd;");
+        Line("const " + type + "* __restrict L" + L + "_crd = (const " + type + "*)args->levels[" +
+             L + "].crd;  // " + encoding.Describe());
+        if (encoding.relative)
+          Line("const int32_t* __restrict L" + L + "_base = args->levels[" + L + "].base;");
       }
       Line("(void)L" + L + "_extent;");
     }
@@ -216,47 +230,160 @@ class Emitter {
     }
   }
 
+  static bool HasBalancedLoop(const NestNode& n) {
+    if (n.kind == NestNode::Kind::kLoop && n.parallel && n.balanced) return true;
+    for (const auto& c : n.children) {
+      if (HasBalancedLoop(*c)) return true;
+    }
+    return false;
+  }
+
+  void EmitBalancedBound() {
+    Line(
+        "// First iteration of part `part` of `parts` when [lo, hi) is cut into contiguous ranges");
+    Line(
+        "// of equal work; work(x) counts the nonzeros before iteration x, plus one per "
+        "iteration.");
+    Line("template <class Work>");
+    Line(
+        "static inline int64_t st_balanced_bound(int64_t lo, int64_t hi, int part, int parts, "
+        "Work work) {");
+    Line("  if (part <= 0) return lo;");
+    Line("  if (part >= parts) return hi;");
+    Line("  const int64_t first = work(lo) + lo, total = work(hi) + hi - first;");
+    Line("  const int64_t target = first + total / parts * part + total % parts * part / parts;");
+    Line("  int64_t a = lo, b = hi;");
+    Line("  while (a < b) {");
+    Line("    const int64_t m = a + (b - a) / 2;");
+    Line("    if (work(m) + m < target) a = m + 1; else b = m;");
+    Line("  }");
+    Line("  return a;");
+    Line("}");
+  }
+
+  // The nonzeros (leaf positions) before iteration `x` of a level loop: its position at its
+  // level, carried down the levels below (U: times the extent; C: through pos).
+  std::string WorkExpression(const NestNode& n, const std::string& x) const {
+    if (n.level < 0) return "(void)" + x + "; return 0;";
+    std::string q = n.loop_kind == LoopKind::kLevelC || n.level == 0
+                        ? x
+                        : Pos(n.level - 1) + " * L" + std::to_string(n.level) + "_extent + " + x;
+    const int levels = static_cast<int>(nest_.storage.levels.size());
+    for (int l = n.level + 1; l < levels; ++l) {
+      const std::string L = std::to_string(l);
+      q = nest_.storage.levels[l].kind == LevelKind::kDense ? "(" + q + ") * L" + L + "_extent"
+                                                            : "(int64_t)L" + L + "_pos[" + q + "]";
+    }
+    return "return " + q + ";";
+  }
+
+  // The coordinate at position p<level> of a compressed level.
+  std::string CoordinateRead(const NestNode& n) const {
+    const std::string L = std::to_string(n.level);
+    const std::string read = "(int64_t)L" + L + "_crd[p" + L + "]";
+    return encodings_[n.level].relative ? "base_" + VarName(n.var) + " + " + read : read;
+  }
+
   void EmitLoop(const NestNode& n) {
     const std::string var = VarName(n.var);
     const bool compressed = n.loop_kind == LoopKind::kLevelC;
     const std::string L = std::to_string(n.level);
-    std::string header, after;
+    const std::string counter = compressed ? "p" + L : var;
+    const std::string lo = compressed ? "lo_" + var : "0";
+    const std::string hi = "hi_" + var;
     Line("{");
     ++depth_;
     if (compressed) {
       const std::string parent = Pos(n.level - 1);
       Line("const int64_t lo_" + var + " = L" + L + "_pos[" + parent + "], hi_" + var + " = L" + L +
            "_pos[" + parent + " + 1];");
-      header =
-          "for (int64_t p" + L + " = lo_" + var + "; p" + L + " < hi_" + var + "; ++p" + L + ") {";
+      if (encodings_[n.level].relative)
+        Line("const int64_t base_" + var + " = L" + L + "_base[" + parent + "];");
     } else {
       Line("const int64_t hi_" + var + " = " + RangeBound(n.var) + ";");
-      header = "for (int64_t " + var + " = 0; " + var + " < hi_" + var + "; ++" + var + ") {";
     }
+    std::string header = "for (int64_t " + counter + " = " + lo + "; " + counter + " < " + hi +
+                         "; ++" + counter + ") {";
     if (n.parallel) {
-      Line("#pragma omp parallel num_threads(nthreads)");
-      Line("{");
-      ++depth_;
-      for (int t : n.thread_temps) {
-        const std::string T = std::to_string(t);
-        Line("value_t* __restrict tmp" + T + " = (value_t*)malloc(sizeof(value_t) * tmp" + T +
-             "_size);");
-      }
-      std::string clause;
-      for (int acc : n.reductions) clause += " reduction(+:acc" + std::to_string(acc) + ")";
-      Line("#pragma omp for schedule(dynamic, chunk) nowait" + clause);
+      EmitParallelOpen(n, lo, hi, counter, &header);
     } else {
       HoistInvariantFactors(n);
     }
-    if (!n.parallel && n.simd) {
-      const NestNode& c = *n.children[0];
-      Line(c.accumulator >= 0
-               ? "#pragma omp simd reduction(+:acc" + std::to_string(c.accumulator) + ")"
-               : "#pragma omp simd");
+    const NestNode& child = *n.children[0];
+    if (!n.parallel && n.unroll > 1 && compressed) {
+      EmitUnrolledReduction(n, hi);
+    } else {
+      if (!n.parallel && n.simd) {
+        Line(child.accumulator >= 0
+                 ? "#pragma omp simd reduction(+:acc" + std::to_string(child.accumulator) + ")"
+                 : "#pragma omp simd");
+      }
+      Line(header);
+      ++depth_;
+      EmitIterationPrologue(n);
+      EmitNode(child);
+      --depth_;
+      Line("}");
     }
-    Line(header);
+    if (n.parallel) EmitParallelClose(n);
+    --depth_;
+    Line("}");
+  }
+
+  // Opens the parallel region of loop n and replaces `header` by this thread's share.
+  void EmitParallelOpen(const NestNode& n, const std::string& lo, const std::string& hi,
+                        const std::string& counter, std::string* header) {
+    // Balanced loops sum their reductions per thread by hand (no `omp for` to carry them).
+    if (n.balanced) {
+      for (int acc : n.reductions) {
+        const std::string a = "acc" + std::to_string(acc);
+        Line("value_t* const shared_" + a + " = &" + a + ";");
+      }
+    }
+    Line("#pragma omp parallel num_threads(nthreads)");
+    Line("{");
     ++depth_;
-    if (compressed) Line("const int64_t " + var + " = L" + L + "_crd[p" + L + "];");
+    for (int t : n.thread_temps) {
+      const std::string T = std::to_string(t);
+      Line("value_t* __restrict tmp" + T + " = (value_t*)malloc(sizeof(value_t) * tmp" + T +
+           "_size);");
+    }
+    if (n.balanced) {
+      for (int acc : n.reductions) Line("value_t acc" + std::to_string(acc) + " = 0;");
+      Line("const int part = omp_get_thread_num(), parts = omp_get_num_threads();");
+      Line("auto work = [&](int64_t x) -> int64_t { " + WorkExpression(n, "x") + " };");
+      Line("const int64_t first = st_balanced_bound(" + lo + ", " + hi + ", part, parts, work);");
+      Line("const int64_t last = st_balanced_bound(" + lo + ", " + hi +
+           ", part + 1, parts, work);");
+      *header =
+          "for (int64_t " + counter + " = first; " + counter + " < last; ++" + counter + ") {";
+      return;
+    }
+    std::string clause;
+    for (int acc : n.reductions) clause += " reduction(+:acc" + std::to_string(acc) + ")";
+    Line("#pragma omp for schedule(dynamic, chunk) nowait" + clause);
+  }
+
+  void EmitParallelClose(const NestNode& n) {
+    if (n.balanced) {
+      for (int acc : n.reductions) {
+        const std::string a = "acc" + std::to_string(acc);
+        Line("#pragma omp atomic");
+        Line("*shared_" + a + " += " + a + ";");
+      }
+    }
+    for (int t : n.thread_temps) Line("free(tmp" + std::to_string(t) + ");");
+    --depth_;
+    Line("}");
+  }
+
+  // What every iteration of loop n defines before its body: the coordinate, the position, the
+  // whole index of a split part, and the cleared output slice.
+  void EmitIterationPrologue(const NestNode& n) {
+    const std::string var = VarName(n.var);
+    const std::string L = std::to_string(n.level);
+    if (n.loop_kind == LoopKind::kLevelC)
+      Line("const int64_t " + var + " = " + CoordinateRead(n) + ";");
     if (n.loop_kind == LoopKind::kLevelU) {
       const std::string parent = Pos(n.level - 1);
       Line("const int64_t p" + L + " = " +
@@ -273,16 +400,53 @@ class Emitter {
       Line("memset(T0 + (" + Horner(fixed) + ") * (" + Product(rest) + "), 0, sizeof(value_t) * (" +
            Product(rest) + "));");
     }
-    EmitNode(*n.children[0]);
-    --depth_;
-    Line("}");
-    if (n.parallel) {
-      for (int t : n.thread_temps) Line("free(tmp" + std::to_string(t) + ");");
+  }
+
+  // A reduction over a compressed loop into a register, with n.unroll independent partial
+  // sums: consecutive nonzeros no longer wait on one chain of dependent additions.
+  void EmitUnrolledReduction(const NestNode& n, const std::string& hi) {
+    const NestNode& child = *n.children[0];
+    const std::string L = std::to_string(n.level);
+    const std::string acc = "acc" + std::to_string(child.accumulator);
+    const std::string block = "pb" + L;
+    std::string partials;
+    for (int u = 1; u < n.unroll; ++u)
+      partials += (u > 1 ? ", " : "") + acc + "_" + std::to_string(u) + " = 0";
+    Line("value_t " + partials + ";");
+    Line("int64_t " + block + " = lo_" + VarName(n.var) + ";");
+    Line("for (; " + block + " + " + std::to_string(n.unroll) + " <= " + hi + "; " + block +
+         " += " + std::to_string(n.unroll) + ") {");
+    ++depth_;
+    for (int u = 0; u < n.unroll; ++u) {
+      Line("{");
+      ++depth_;
+      Line("const int64_t p" + L + " = " + block + " + " + std::to_string(u) + ";");
+      EmitIterationPrologue(n);
+      accumulator_suffix_ = u == 0 ? "" : "_" + std::to_string(u);
+      EmitNode(child);
+      accumulator_suffix_.clear();
       --depth_;
       Line("}");
     }
     --depth_;
     Line("}");
+    Line("for (int64_t p" + L + " = " + block + "; p" + L + " < " + hi + "; ++p" + L + ") {");
+    ++depth_;
+    EmitIterationPrologue(n);
+    EmitNode(child);
+    --depth_;
+    Line("}");
+    // Pairwise, so the partial sums combine in a balanced tree.
+    std::vector<std::string> sums;
+    for (int u = 1; u < n.unroll; ++u) sums.push_back(acc + "_" + std::to_string(u));
+    while (sums.size() > 1) {
+      std::vector<std::string> next;
+      for (size_t k = 0; k + 1 < sums.size(); k += 2)
+        next.push_back("(" + sums[k] + " + " + sums[k + 1] + ")");
+      if (sums.size() % 2) next.push_back(sums.back());
+      sums = next;
+    }
+    Line(acc + " += " + sums[0] + ";");
   }
 
   void EmitWhere(const NestNode& n) {
@@ -344,7 +508,7 @@ class Emitter {
       rhs += (rhs.empty() ? "" : " * ") + Address(f);
     }
     if (n.accumulator >= 0) {
-      Line("acc" + std::to_string(n.accumulator) + " += " + rhs + ";");
+      Line("acc" + std::to_string(n.accumulator) + accumulator_suffix_ + " += " + rhs + ";");
       return;
     }
     if (n.atomic) Line("#pragma omp atomic");
@@ -357,6 +521,8 @@ class Emitter {
   CodegenMode mode_;
   int output_levels_ = 0;
   int depth_ = 0;
+  std::vector<CoordinateEncoding> encodings_;
+  std::string accumulator_suffix_;          // the partial sum an unrolled copy adds into
   const NestNode* hoisted_loop_ = nullptr;  // innermost loop whose invariant factors were hoisted
   std::string hoisted_;
   int hoisted_count_ = 0;
@@ -365,14 +531,19 @@ class Emitter {
 
 }  // namespace
 
-std::string GenerateKernelSource(const LoopNest& nest, DType dtype, CodegenMode mode) {
+std::string GenerateKernelSource(const LoopNest& nest, DType dtype, CodegenMode mode,
+                                 const std::vector<CoordinateEncoding>& encodings) {
   if (nest.expression.indices.size() > SPARSETUNE_MAX_INDICES ||
       nest.expression.tensors.size() > SPARSETUNE_MAX_TENSORS ||
       nest.storage.levels.size() > SPARSETUNE_MAX_LEVELS) {
     throw InputError(
         "the expression has more indices, tensors or levels than a kernel supports (16 each)");
   }
-  return Emitter(nest, dtype, mode).Run();
+  if (!encodings.empty() && encodings.size() != nest.storage.levels.size())
+    throw InternalError("coordinate encodings for " + std::to_string(encodings.size()) +
+                        " levels, but the format has " +
+                        std::to_string(nest.storage.levels.size()));
+  return Emitter(nest, dtype, mode, encodings).Run();
 }
 
 }  // namespace sparsetune

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/dtype.hpp"
 #include "ir/loop_nest.hpp"
+#include "tensor/format.hpp"
 
 namespace sparsetune {
 
@@ -15,7 +17,10 @@ enum class CodegenMode {
   kBaked,
 };
 
-// C++17/OpenMP source defining `extern "C" int sparsetune_kernel(const st_args*)`.
-std::string GenerateKernelSource(const LoopNest& nest, DType dtype, CodegenMode mode);
+// C++17/OpenMP source defining `extern "C" int sparsetune_kernel(const st_args*)`. The kernel
+// reads each compressed level's coordinates as `encodings` says (one per level, as the packed
+// operand stores them: PackedTensor::encodings()); empty means 32-bit absolute everywhere.
+std::string GenerateKernelSource(const LoopNest& nest, DType dtype, CodegenMode mode,
+                                 const std::vector<CoordinateEncoding>& encodings = {});
 
 }  // namespace sparsetune

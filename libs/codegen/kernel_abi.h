@@ -7,10 +7,11 @@
 
 #define SPARSETUNE_KERNEL_ABI                                                                  \
   typedef struct st_level {                                                                    \
-    int64_t extent;     /* coordinates of this level */                                        \
-    int64_t positions;  /* positions of this level */                                          \
-    const int32_t* pos; /* C levels: parent positions + 1 entries */                           \
-    const int32_t* crd; /* C levels: one coordinate per position */                            \
+    int64_t extent;      /* coordinates of this level */                                       \
+    int64_t positions;   /* positions of this level */                                         \
+    const int32_t* pos;  /* C levels: parent positions + 1 entries */                          \
+    const void* crd;     /* C levels: one coordinate per position, of the kernel's width */    \
+    const int32_t* base; /* C levels with relative coordinates: one per parent position */     \
   } st_level;                                                                                  \
   typedef struct st_args {                                                                     \
     int64_t dims[16];            /* per index, in the expression's index order */              \

@@ -51,8 +51,10 @@ struct NestNode {
   LoopVar var;
   LoopKind loop_kind = LoopKind::kDense;
   int level = -1;                 // sparse level for kLevelU / kLevelC
-  bool parallel = false;          // OpenMP work-sharing loop (dynamic schedule)
+  bool parallel = false;          // OpenMP work-sharing loop
+  bool balanced = false;          // parallel loops: one range per thread, balanced by nonzeros
   bool simd = false;              // innermost loop: #pragma omp simd
+  int unroll = 1;                 // compressed reduction loops: independent partial sums
   std::vector<int> thread_temps;  // parallel loops: temporaries allocated per thread
   std::vector<int> reductions;    // parallel loops: accumulators declared outside, summed inside
   // > 0: at the start of each iteration, clear the output slice whose first `zero_prefix`

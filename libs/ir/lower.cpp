@@ -501,6 +501,7 @@ class Lowerer {
     std::function<void(NestNode*, bool)> visit = [&](NestNode* n, bool inside) {
       if (n->kind == NestNode::Kind::kLoop && n->var.name == s_.parallel && !inside) {
         n->parallel = true;
+        n->balanced = s_.partition == Partition::kBalanced;
         inside = true;
         ++marked;
       }
@@ -616,7 +617,13 @@ class Lowerer {
   }
 
   void MarkSimd(NestNode* n) {
-    // Compressed loops stay scalar: their gathers through crd cost more than they save.
+    // Compressed loops stay scalar: their gathers through crd cost more than they save. A
+    // reduction over one into a register gets the schedule's partial sums instead.
+    if (n->kind == NestNode::Kind::kLoop && n->loop_kind == LoopKind::kLevelC && !n->parallel &&
+        n->children[0]->kind == NestNode::Kind::kCompute && n->children[0]->accumulator >= 0 &&
+        !n->children[0]->atomic) {
+      n->unroll = s_.unroll;
+    }
     if (n->kind == NestNode::Kind::kLoop && n->loop_kind != LoopKind::kLevelC &&
         n->children[0]->kind == NestNode::Kind::kCompute) {
       const NestNode* c = n->children[0].get();
@@ -671,7 +678,9 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
                                                             : "C";
       out += pad + "for " + n.var.name + " [" + kind +
              (n.level >= 0 ? " level " + std::to_string(n.level) : "") +
-             (n.parallel ? ", parallel" : "") + (n.simd ? ", simd" : "") + "]\n";
+             (n.parallel ? (n.balanced ? ", parallel balanced" : ", parallel") : "") +
+             (n.simd ? ", simd" : "") +
+             (n.unroll > 1 ? ", " + std::to_string(n.unroll) + " partial sums" : "") + "]\n";
       if (n.zero_prefix > 0)
         out += pad + "  zero the " + nest.expression.tensors[0].name + " slice\n";
       break;

@@ -29,7 +29,14 @@ Schedule& Schedule::operator=(const Schedule& other) {
   parallel = other.parallel;
   chunk = other.chunk;
   threads = other.threads;
+  partition = other.partition;
+  unroll = other.unroll;
+  narrow_coordinates = other.narrow_coordinates;
   return *this;
+}
+
+const char* PartitionName(Partition partition) {
+  return partition == Partition::kBalanced ? "balanced" : "dynamic";
 }
 
 std::string SplitVarName(const std::string& index, SplitPart part) {
@@ -111,7 +118,9 @@ LevelKind ParseLevelKind(const std::string& text, const std::string& what) {
 }  // namespace
 
 void Schedule::Canonicalize() {
-  std::map<std::string, std::string> rename;  // var -> new name ("" = drop)
+  if (parallel.empty()) partition = Partition::kDynamic;
+  if (partition == Partition::kBalanced) chunk = 1;  // unused
+  std::map<std::string, std::string> rename;         // var -> new name ("" = drop)
   for (auto it = splits.begin(); it != splits.end();) {
     if (it->second == 1) {
       rename[it->first + "1"] = it->first;
@@ -163,7 +172,12 @@ nlohmann::json Schedule::ToJson() const {
     j["parallel"] = nullptr;
   } else {
     j["parallel"] = {{"index", parallel}, {"chunk", chunk}, {"threads", threads}};
+    // Written only when not the default, so schedules stored before these fields existed keep
+    // their canonical text (and hash).
+    if (partition != Partition::kDynamic) j["parallel"]["partition"] = PartitionName(partition);
   }
+  if (unroll != 1) j["unroll"] = unroll;
+  if (narrow_coordinates) j["narrow_coordinates"] = true;
   return j;
 }
 
@@ -178,8 +192,9 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
   if (!j.is_object()) fail("a schedule is a JSON object");
   Schedule s;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* known[] = {"splits", "tree",       "loop_order", "format", "parallel",
-                                  "kernel", "expression", "notation",   "source", "comment"};
+    static const char* known[] = {"splits",   "tree",    "loop_order", "format",
+                                  "parallel", "kernel",  "expression", "notation",
+                                  "source",   "comment", "unroll",     "narrow_coordinates"};
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return it.key() == k; }) == std::end(known)) {
       fail("unknown key \"" + it.key() + "\"");
@@ -238,9 +253,37 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
         }
         s.threads = p["threads"].get<int>();
       }
+      if (p.contains("partition")) {
+        const std::string name =
+            p["partition"].is_string() ? p["partition"].get<std::string>() : "";
+        if (name == "dynamic") {
+          s.partition = Partition::kDynamic;
+        } else if (name == "balanced") {
+          s.partition = Partition::kBalanced;
+        } else {
+          fail("parallel partition must be \"dynamic\" or \"balanced\"");
+        }
+      }
+      for (auto it = p.begin(); it != p.end(); ++it) {
+        if (it.key() != "index" && it.key() != "chunk" && it.key() != "threads" &&
+            it.key() != "partition")
+          fail("unknown key \"" + it.key() + "\" in \"parallel\"");
+      }
     } else {
-      fail("\"parallel\" must be null, a loop variable, or {\"index\", \"chunk\", \"threads\"}");
+      fail(
+          "\"parallel\" must be null, a loop variable, or {\"index\", \"chunk\", \"threads\", "
+          "\"partition\"}");
     }
+  }
+  if (j.contains("unroll")) {
+    if (!j["unroll"].is_number_integer() || j["unroll"].get<int64_t>() < 1 ||
+        j["unroll"].get<int64_t>() > 16)
+      fail("\"unroll\" must be an integer from 1 to 16");
+    s.unroll = j["unroll"].get<int>();
+  }
+  if (j.contains("narrow_coordinates")) {
+    if (!j["narrow_coordinates"].is_boolean()) fail("\"narrow_coordinates\" must be true or false");
+    s.narrow_coordinates = j["narrow_coordinates"].get<bool>();
   }
   return s;
 }
@@ -263,8 +306,12 @@ std::string Schedule::Summary() const {
     out += " " + var + (kind == LevelKind::kDense ? ":U" : ":C");
   for (const auto& [index, size] : splits) out += " " + index + "/" + std::to_string(size);
   out += parallel.empty() ? " | serial"
-                          : " | par " + parallel + " chunk " + std::to_string(chunk) +
-                                (threads ? " threads " + std::to_string(threads) : "");
+         : partition == Partition::kBalanced
+             ? " | par " + parallel + " balanced"
+             : " | par " + parallel + " chunk " + std::to_string(chunk);
+  if (!parallel.empty() && threads) out += " threads " + std::to_string(threads);
+  if (unroll > 1) out += " | unroll " + std::to_string(unroll);
+  if (narrow_coordinates) out += " | narrow";
   return out;
 }
 

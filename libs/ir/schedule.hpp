@@ -13,6 +13,9 @@
 
 namespace sparsetune {
 
+enum class Partition { kDynamic, kBalanced };
+const char* PartitionName(Partition partition);  // "dynamic", "balanced"
+
 // A linear section of a (branched) schedule tree: a chain of loops ending either in a compute
 // statement or in a where node whose producer fills a dense temporary that its consumer reads.
 // A linear schedule is a single section whose compute is the whole expression.
@@ -39,6 +42,17 @@ struct Schedule {
   std::string parallel;  // loop variable; empty means serial
   int64_t chunk = 1;
   int threads = 0;
+  // How the parallel loop's iterations go to threads: OpenMP dynamic chunks of `chunk`
+  // iterations, or one contiguous range per thread holding an equal share of the nonzeros
+  // below the loop (chunk is then unused and canonically 1).
+  Partition partition = Partition::kDynamic;
+  // Independent partial sums for reductions over compressed loops: the loop is unrolled this
+  // many times, so consecutive nonzeros do not wait on one chain of dependent additions.
+  int unroll = 1;
+  // Compressed levels store coordinates in the fewest bytes that hold them (8 or 16 bits,
+  // absolute or relative to each segment's first): CoordinateEncoding. Off, every coordinate
+  // is a 32-bit integer, as in TACO.
+  bool narrow_coordinates = false;
 
   Schedule() = default;
   Schedule(const Schedule& other) { *this = other; }

@@ -58,16 +58,18 @@ std::string FormatKey(const StorageFormat& f) {
 }
 }  // namespace
 
-std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& format, double cap,
+std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& format,
+                                                          const PackOptions& pack_options,
                                                           std::string* refusal, double* pack_ms) {
-  const std::string key = FormatKey(format) + "cap" + std::to_string(cap);
+  const std::string key = FormatKey(format) + "cap" + std::to_string(pack_options.padding_cap) +
+                          (pack_options.narrow_coordinates ? "narrow" : "wide");
   for (auto& entry : packs_) {
     if (entry.key == key) {
       *pack_ms = entry.packed->pack_ms;
       return entry.packed;
     }
   }
-  PackOutcome outcome = Pack(sparse_, format, dtype_, cap);
+  PackOutcome outcome = Pack(sparse_, format, dtype_, pack_options);
   if (!outcome.packed) {
     *refusal = outcome.refusal;
     return nullptr;
@@ -101,7 +103,10 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   result.nest = nest.ToString();
 
   std::string refusal;
-  prepared.packed_ = PackFor(nest.storage, options.padding_cap, &refusal, &result.pack_ms);
+  PackOptions pack_options;
+  pack_options.padding_cap = options.padding_cap;
+  pack_options.narrow_coordinates = schedule.narrow_coordinates;
+  prepared.packed_ = PackFor(nest.storage, pack_options, &refusal, &result.pack_ms);
   if (!prepared.packed_) {
     result.status = RunStatus::kFormatRefused;
     result.message = refusal;
@@ -109,7 +114,7 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   }
   const PackedTensor& packed = *prepared.packed_;
 
-  const std::string source = GenerateKernelSource(nest, dtype_, options.mode);
+  const std::string source = GenerateKernelSource(nest, dtype_, options.mode, packed.encodings());
   CompiledKernel kernel = jit_.Compile(source);
   result.compile_ms = kernel.compile_ms;
   result.compile_cached = kernel.cached;
@@ -125,7 +130,7 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   for (size_t l = 0; l < packed.levels.size(); ++l) {
     const PackedLevel& level = packed.levels[l];
     args.levels[l] = {level.extent, level.positions, level.pos.empty() ? nullptr : level.pos.data(),
-                      level.crd.empty() ? nullptr : level.crd.data()};
+                      level.crd_data(), level.base_data()};
   }
   args.sparse_values = packed.values_data();
   for (size_t t = 1; t < expression_.tensors.size(); ++t) {

@@ -97,8 +97,9 @@ class KernelRunner {
   const ReferenceResult& reference();
 
  private:
-  std::shared_ptr<const PackedTensor> PackFor(const StorageFormat& format, double cap,
-                                              std::string* refusal, double* pack_ms);
+  std::shared_ptr<const PackedTensor> PackFor(const StorageFormat& format,
+                                              const PackOptions& pack_options, std::string* refusal,
+                                              double* pack_ms);
   bool Verify(const ValueBuffer& output, const PackedTensor& packed, int output_levels,
               std::string* message, double* max_error);
 

@@ -61,7 +61,12 @@ Schedule SampleGenericSchedule(const Expression& e, const std::map<std::string, 
     s.parallel = s.root.loops[rng() % s.root.loops.size()];
     s.chunk = int64_t(1) << Uniform(rng, 0, 8);
     s.threads = static_cast<int>(Uniform(rng, 0, options.max_threads));
+    s.partition = rng() % 2 ? Partition::kBalanced : Partition::kDynamic;
   }
+  // Any count of partial sums, not only powers of two, so remainders are exercised.
+  static const int kUnrolls[] = {1, 2, 3, 4, 8};
+  s.unroll = kUnrolls[rng() % 5];
+  s.narrow_coordinates = rng() % 2 == 0;
   return s;
 }
 

@@ -1,6 +1,7 @@
 #include "superschedule/waco_template.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "base/errors.hpp"
@@ -16,6 +17,7 @@ constexpr int kSparseSplitValues = 17;  // log2 0..16, WACO's embedding table
 constexpr int kDenseSplitValues = 8;    // log2 0..7
 constexpr int kSubspaceMaxLog2 = 5;     // the artifact's sub-spaces split A's modes by 1..32
 constexpr int64_t kWideInner = 8;       // a dense inner loop of 8+ iterations may move outwards
+constexpr int kMaxLog2Unroll = 3;       // partial sums: 1, 2, 4, 8
 
 int64_t UniformInt(std::mt19937_64& rng, int64_t lo, int64_t hi) {  // inclusive, portable
   return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
@@ -64,6 +66,9 @@ nlohmann::json SuperSchedule::ToJson() const {
   j["parallel"] = parallel;
   j["chunk"] = chunk;
   j["threads"] = threads;
+  j["partition"] = PartitionName(partition);
+  j["unroll"] = unroll;
+  j["narrow"] = narrow;
   return j;
 }
 
@@ -76,7 +81,7 @@ std::vector<float> ScheduleEncoding::Flat(int num_splits) const {
 }
 
 int WacoTemplate::Version() {
-  return 1;
+  return 2;  // 2: threads, partition, unroll and coordinate width
 }
 
 const std::vector<std::string>& WacoTemplate::Kernels() {
@@ -209,6 +214,10 @@ std::string WacoTemplate::ParallelFor(const std::vector<std::string>& order) con
 }
 
 void WacoTemplate::Normalize(SuperSchedule& s) const {
+  if (s.partition == Partition::kBalanced) s.chunk = 1;
+  if (s.unroll > 1 && !s.order.empty() && s.formats.size() == level_variables_.size() &&
+      !HasPartialSums(s))
+    s.unroll = 1;
   for (const auto& index : indices_) {
     auto split = s.splits.find(index);
     if (split == s.splits.end() || split->second != 1) continue;
@@ -224,6 +233,29 @@ void WacoTemplate::Normalize(SuperSchedule& s) const {
         level < static_cast<int>(level_variables_.size()))
       s.formats[level] = LevelKind::kDense;
   }
+}
+
+void WacoTemplate::SampleCodeChoices(SuperSchedule& s, std::mt19937_64& rng, int threads) const {
+  s.threads = rng() % 4 == 0 ? 1 : threads;
+  s.partition = rng() % 2 ? Partition::kBalanced : Partition::kDynamic;
+  s.unroll = 1 << UniformInt(rng, 0, kMaxLog2Unroll);
+  s.narrow = true;
+  Normalize(s);
+}
+
+bool WacoTemplate::HasPartialSums(const SuperSchedule& s) const {
+  SuperSchedule probe = s;
+  probe.unroll = 2;
+  LowerOutcome lowered = Lower(expression_, ToSchedule(probe));
+  if (!lowered.nest) return false;
+  std::function<bool(const NestNode&)> visit = [&](const NestNode& n) {
+    if (n.kind == NestNode::Kind::kLoop && n.unroll > 1) return true;
+    for (const auto& c : n.children) {
+      if (visit(*c)) return true;
+    }
+    return false;
+  };
+  return visit(*lowered.nest->root);
 }
 
 SuperSchedule WacoTemplate::SampleFull(const std::map<std::string, int64_t>& sizes,
@@ -247,7 +279,7 @@ SuperSchedule WacoTemplate::SampleFull(const std::map<std::string, int64_t>& siz
   }
   s.parallel = ParallelFor(s.order);
   s.chunk = int64_t(1) << UniformInt(rng, 0, max_log2_chunk_);
-  s.threads = threads;
+  SampleCodeChoices(s, rng, threads);
   return s;
 }
 
@@ -277,7 +309,7 @@ SuperSchedule WacoTemplate::SampleSubspace(const std::map<std::string, int64_t>&
   }
   s.parallel = ParallelFor(s.order);
   s.chunk = int64_t(1) << UniformInt(rng, 0, max_log2_chunk_);
-  s.threads = threads;
+  SampleCodeChoices(s, rng, threads);
   return s;
 }
 
@@ -331,6 +363,9 @@ Schedule WacoTemplate::ToSchedule(const SuperSchedule& s) const {
   out.parallel = s.parallel;
   out.chunk = s.chunk;
   out.threads = s.threads;
+  out.partition = s.partition;
+  out.unroll = s.unroll;
+  out.narrow_coordinates = s.narrow;
   out.Canonicalize();
   return out;
 }
@@ -399,6 +434,11 @@ std::optional<SuperSchedule> WacoTemplate::FromSchedule(const Schedule& schedule
                 std::to_string(int64_t(1) << max_log2_chunk_));
   s.chunk = c.chunk;
   s.threads = c.threads;
+  s.partition = c.partition;
+  if (c.unroll != 1 && c.unroll != 2 && c.unroll != 4 && c.unroll != 8)
+    return fail("unroll " + std::to_string(c.unroll) + " is not 1, 2, 4 or 8");
+  s.unroll = c.unroll;
+  s.narrow = c.narrow_coordinates;
   Normalize(s);
   return s;
 }
@@ -458,6 +498,9 @@ std::string WacoTemplate::CheckMember(const SuperSchedule& s,
   Normalize(normal);
   if (normal != s) return "not in normal form";
   if (!IsPowerOfTwo(s.chunk)) return "chunk is not a power of two";
+  if (!IsPowerOfTwo(s.unroll) || Log2(s.unroll) > kMaxLog2Unroll)
+    return "unroll is not 1, 2, 4 or 8";
+  if (s.threads < 0) return "negative thread count";
   if (s.parallel != ParallelFor(s.order))
     return "parallel variable " + s.parallel + " is not the template's " + ParallelFor(s.order);
   if (spec_->exclude_all_u && std::all_of(s.formats.begin(), s.formats.end(),
@@ -483,6 +526,14 @@ EncodingLayout WacoTemplate::Layout() const {
   layout.cardinalities.push_back(static_cast<int>(variables_.size()));
   layout.names.push_back("chunk");
   layout.cardinalities.push_back(max_log2_chunk_ + 1);
+  layout.names.push_back("threads");
+  layout.cardinalities.push_back(2);
+  layout.names.push_back("partition");
+  layout.cardinalities.push_back(2);
+  layout.names.push_back("unroll");
+  layout.cardinalities.push_back(kMaxLog2Unroll + 1);
+  layout.names.push_back("coordinates");
+  layout.cardinalities.push_back(2);
   layout.order_size = static_cast<int>(variables_.size());
   return layout;
 }
@@ -493,6 +544,10 @@ ScheduleEncoding WacoTemplate::Encode(const SuperSchedule& s) const {
   for (LevelKind kind : s.formats) e.categorical.push_back(kind == LevelKind::kDense ? 1 : 0);
   e.categorical.push_back(VarId(s.parallel));
   e.categorical.push_back(Log2(s.chunk));
+  e.categorical.push_back(s.threads == 1 ? 0 : 1);
+  e.categorical.push_back(s.partition == Partition::kBalanced ? 1 : 0);
+  e.categorical.push_back(std::min(Log2(s.unroll), kMaxLog2Unroll));
+  e.categorical.push_back(s.narrow ? 1 : 0);
   const int n = static_cast<int>(variables_.size());
   e.order.assign(size_t(n) * n, 0.0f);
   for (int pos = 0; pos < n; ++pos) e.order[size_t(VarId(s.order[pos])) * n + pos] = 1.0f;

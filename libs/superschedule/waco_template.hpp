@@ -49,10 +49,22 @@
 // right after x1 and stores it U. Then SuperSchedule <-> canonical Schedule is one-to-one, and
 // FromSchedule is the deterministic inverse of ToSchedule.
 //
+// Beyond WACO, each point also picks what makes generated code compete with library kernels:
+//   threads      1 or every hardware thread (small inputs lose more to starting threads than
+//                they gain); 1 with probability 1/4;
+//   partition    OpenMP dynamic chunks, or one contiguous range per thread balanced by
+//                nonzeros (chunk is then 1); even odds;
+//   unroll       1, 2, 4 or 8 independent partial sums of a reduction over a compressed loop
+//                (normal form: 1 when the loop nest has no such reduction); uniform;
+//   narrow       coordinates in the fewest bytes (CoordinateEncoding): always on in samples;
+//                off only for schedules taken from outside the space (FixedCSR).
+//
 // Encoding for the model (fixed size per kernel, as WACO's embedder): categorical ids
 //   log2 split of each index (17 values for A's modes, 8 for dense ones),
 //   each of A's level formats (C = 0, U = 1, the artifact's convention),
-//   the parallel variable's id, log2 chunk (9 values, 6 for sddmm);
+//   the parallel variable's id, log2 chunk (9 values, 6 for sddmm),
+//   threads (0: one, 1: all), partition (0: dynamic, 1: balanced), log2 unroll (4 values),
+//   coordinates (0: 32-bit, 1: narrow);
 // and the loop order as an n x n permutation matrix with perm[id(order[pos]), pos] = 1, where
 // id numbers the variables as listed above. Unsplit indices keep their slots (split id 0, x0
 // right after x1).
@@ -80,12 +92,16 @@ struct SuperSchedule {
   std::vector<std::string> order;         // every split variable, outer to inner
   std::vector<LevelKind> formats;         // per variable of A, in the template's variable order
   std::string parallel;                   // a split variable
-  int64_t chunk = 1;
-  int threads = 0;  // 0: every hardware thread
+  int64_t chunk = 1;                      // dynamic partitions only (1 when balanced)
+  int threads = 0;                        // 1, or every hardware thread (0 or their count)
+  Partition partition = Partition::kDynamic;
+  int unroll = 1;      // partial sums of a compressed reduction: 1, 2, 4 or 8
+  bool narrow = true;  // narrow coordinates (every sample); false: TACO's 32-bit ones
 
   bool operator==(const SuperSchedule& o) const {
     return splits == o.splits && order == o.order && formats == o.formats &&
-           parallel == o.parallel && chunk == o.chunk && threads == o.threads;
+           parallel == o.parallel && chunk == o.chunk && threads == o.threads &&
+           partition == o.partition && unroll == o.unroll && narrow == o.narrow;
   }
   bool operator!=(const SuperSchedule& o) const { return !(*this == o); }
   // {"splits": {...}, "order": [...], "formats": {"i1": "U", ...}, "parallel": ..., ...}
@@ -178,6 +194,10 @@ class WacoTemplate {
   std::string ParallelFor(const std::vector<std::string>& order) const;
   SuperSchedule SampleFull(const std::map<std::string, int64_t>& sizes, std::mt19937_64& rng,
                            int threads) const;
+  // Draws threads, partition and partial sums; narrow coordinates.
+  void SampleCodeChoices(SuperSchedule& s, std::mt19937_64& rng, int threads) const;
+  // Whether the point's loop nest has a reduction over a compressed loop (unroll matters).
+  bool HasPartialSums(const SuperSchedule& s) const;
   SuperSchedule SampleSubspace(const std::map<std::string, int64_t>& sizes, std::mt19937_64& rng,
                                int threads) const;
   std::string CheckFull(const SuperSchedule& s, const std::map<std::string, int64_t>& sizes) const;

@@ -2,6 +2,11 @@
 
 namespace sparsetune {
 
+std::string CoordinateEncoding::Describe() const {
+  const std::string type = bits == 32 ? "i32" : "u" + std::to_string(bits);
+  return relative ? type + "+base" : type;
+}
+
 StorageFormat StorageFormat::Csr() {
   StorageFormat f;
   f.split = {1, 1};

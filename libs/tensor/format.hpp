@@ -37,6 +37,21 @@ struct StorageFormat {
   bool operator==(const StorageFormat& o) const { return split == o.split && levels == o.levels; }
 };
 
+// How a compressed level stores its coordinates for kernels: unsigned integers of `bits` bits
+// (8, 16 or 32), absolute, or relative to the first coordinate of their segment (a per-parent
+// base) when that makes them fit in fewer bytes. Fewer index bytes per nonzero is the largest
+// single saving for memory-bound kernels.
+struct CoordinateEncoding {
+  int bits = 32;
+  bool relative = false;
+  bool operator==(const CoordinateEncoding& o) const {
+    return bits == o.bits && relative == o.relative;
+  }
+  bool operator!=(const CoordinateEncoding& o) const { return !(*this == o); }
+  // "u16", "u8+base", "i32".
+  std::string Describe() const;
+};
+
 // Coordinate of a mode value within a level.
 inline int64_t LevelCoordinate(int64_t value, SplitPart part, int64_t split) {
   return part == SplitPart::kWhole   ? value

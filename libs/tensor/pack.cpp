@@ -3,31 +3,183 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <type_traits>
 
-#include "base/errors.hpp"
-#include "tensor/sort.hpp"
+#include <omp.h>
+#ifdef _OPENMP
+#include <parallel/algorithm>
+#endif
 
 namespace sparsetune {
 
 namespace {
 
-constexpr int64_t kMaxPositions = 2147483647;  // pos and crd are int32
+constexpr int64_t kMaxPositions = 2147483647;  // pos is int32
 
-std::vector<int32_t> LevelCoordinates(const CooTensor& t, const StorageFormat& f, int level) {
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Threads worth starting for n elements of simple work.
+int ThreadsFor(int64_t n) {
+  return static_cast<int>(std::clamp<int64_t>(n / 65536, 1, omp_get_max_threads()));
+}
+
+// Coordinates of every entry (in the tensor's entry order) at one level.
+const int32_t* LevelCoordinates(const CooTensor& t, const StorageFormat& f, int level,
+                                BulkVector<int32_t>& storage) {
   const LevelSpec& spec = f.levels[level];
-  const int64_t s = f.split[spec.mode];
   const auto& c = t.coords[spec.mode];
-  std::vector<int32_t> out(c.size());
-#pragma omp parallel for schedule(static)
-  for (int64_t e = 0; e < static_cast<int64_t>(c.size()); ++e) {
-    out[e] = static_cast<int32_t>(LevelCoordinate(c[e], spec.part, s));
+  if (spec.part == SplitPart::kWhole) return c.data();
+  const int64_t s = f.split[spec.mode];
+  const int64_t n = static_cast<int64_t>(c.size());
+  storage.resize(n);
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(n))
+  for (int64_t e = 0; e < n; ++e)
+    storage[e] = static_cast<int32_t>(LevelCoordinate(c[e], spec.part, s));
+  return storage.data();
+}
+
+// Canonical COO order is lexicographic over the modes, each split mode as (outer, inner).
+// Starting from it, stable sorts by levels j, j-1, ..., 0 give the format's order as soon as
+// the levels after j already follow the canonical order among themselves. Returns j + 1, the
+// number of sorting passes needed (0 for CSR, CSF and any format in mode order).
+int SortPassesNeeded(const StorageFormat& f) {
+  auto canonical_rank = [&](const LevelSpec& l) {
+    return 2 * l.mode + (l.part == SplitPart::kInner);
+  };
+  const int levels = static_cast<int>(f.levels.size());
+  int passes = levels;
+  for (int j = levels - 1; j >= -1; --j) {
+    bool ordered = true;
+    for (int l = j + 2; l < levels; ++l)
+      ordered &= canonical_rank(f.levels[l - 1]) < canonical_rank(f.levels[l]);
+    if (!ordered) break;
+    passes = j + 1;
   }
-  return out;
+  return passes;
+}
+
+// Stable sort of `perm` by key[perm[r]] in [0, extent): a parallel counting sort when the
+// histograms are small next to the data, a parallel merge sort otherwise.
+void StableSortByKey(BulkVector<int32_t>& perm, const int32_t* key, int64_t extent,
+                     BulkVector<int32_t>& scratch) {
+  const int64_t n = static_cast<int64_t>(perm.size());
+  if (extent > n) {
+    auto less = [key](int32_t a, int32_t b) { return key[a] < key[b]; };
+#ifdef _OPENMP
+    __gnu_parallel::stable_sort(perm.begin(), perm.end(), less);
+#else
+    std::stable_sort(perm.begin(), perm.end(), less);
+#endif
+    return;
+  }
+  const int threads = ThreadsFor(n);
+  std::vector<int32_t> counts(static_cast<size_t>(threads) * extent, 0);
+  scratch.resize(n);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+    int32_t* mine = counts.data() + static_cast<size_t>(t) * extent;
+    for (int64_t r = lo; r < hi; ++r) ++mine[key[perm[r]]];
+#pragma omp barrier
+#pragma omp single
+    {
+      int32_t running = 0;
+      for (int64_t k = 0; k < extent; ++k) {
+        for (int u = 0; u < threads; ++u) {
+          int32_t& c = counts[static_cast<size_t>(u) * extent + k];
+          const int32_t here = c;
+          c = running;
+          running += here;
+        }
+      }
+    }
+    for (int64_t r = lo; r < hi; ++r) scratch[mine[key[perm[r]]]++] = perm[r];
+  }
+  perm.swap(scratch);
 }
 
 }  // namespace
 
-PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype, double padding_cap) {
+std::vector<CoordinateEncoding> PackedTensor::encodings() const {
+  std::vector<CoordinateEncoding> out;
+  for (const PackedLevel& l : levels) out.push_back(l.encoding);
+  return out;
+}
+
+int64_t PackedTensor::bytes() const {
+  int64_t total = static_cast<int64_t>(values_f32.size() * 4 + values_f64.size() * 8);
+  for (const PackedLevel& l : levels)
+    total += static_cast<int64_t>(l.pos.size() * 4 + l.crd_bytes.size() + l.base.size() * 4);
+  return total;
+}
+
+CoordinateEncoding ChooseCoordinateEncoding(const BulkVector<int32_t>& pos,
+                                            const BulkVector<int32_t>& crd, int64_t extent) {
+  const int64_t positions = static_cast<int64_t>(crd.size());
+  const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
+  int64_t max_span = 0;
+#pragma omp parallel for schedule(static) reduction(max : max_span) num_threads(ThreadsFor(parents))
+  for (int64_t p = 0; p < parents; ++p) {
+    if (pos[p + 1] > pos[p])
+      max_span = std::max<int64_t>(max_span, crd[pos[p + 1] - 1] - crd[pos[p]]);
+  }
+  CoordinateEncoding best;  // 32-bit absolute
+  int64_t best_bytes = 4 * positions;
+  auto consider = [&](int bits, bool relative) {
+    const int64_t bytes = positions * bits / 8 + (relative ? 4 * parents : 0);
+    if (bytes < best_bytes) {
+      best = {bits, relative};
+      best_bytes = bytes;
+    }
+  };
+  for (int bits : {16, 8}) {
+    const int64_t limit = int64_t(1) << bits;
+    if (extent <= limit) consider(bits, false);
+    if (max_span < limit) consider(bits, true);
+  }
+  return best;
+}
+
+namespace {
+
+// Stores a compressed level's coordinates as `encoding` says.
+void EncodeCoordinates(PackedLevel& level, const BulkVector<int32_t>& crd) {
+  const int64_t positions = static_cast<int64_t>(crd.size());
+  const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
+  const CoordinateEncoding e = level.encoding;
+  if (e.relative) {
+    level.base.resize(parents);
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parents))
+    for (int64_t p = 0; p < parents; ++p)
+      level.base[p] = level.pos[p + 1] > level.pos[p] ? crd[level.pos[p]] : 0;
+  }
+  level.crd_bytes.resize(positions * e.bits / 8);
+  auto store = [&](auto* out) {
+    using T = std::remove_pointer_t<decltype(out)>;
+    if (!e.relative) {
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(positions))
+      for (int64_t q = 0; q < positions; ++q) out[q] = static_cast<T>(crd[q]);
+      return;
+    }
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parents))
+    for (int64_t p = 0; p < parents; ++p) {
+      for (int64_t q = level.pos[p]; q < level.pos[p + 1]; ++q)
+        out[q] = static_cast<T>(crd[q] - level.base[p]);
+    }
+  };
+  if (e.bits == 8) store(level.crd_bytes.data());
+  if (e.bits == 16) store(reinterpret_cast<uint16_t*>(level.crd_bytes.data()));
+  if (e.bits == 32) store(reinterpret_cast<int32_t*>(level.crd_bytes.data()));
+}
+
+}  // namespace
+
+PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
+                 const PackOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   PackOutcome outcome;
   if (std::string reason = f.Check(t.dims); !reason.empty()) {
@@ -36,9 +188,14 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype, double
   }
   const int num_levels = static_cast<int>(f.levels.size());
   const int64_t n = t.nnz();
+  if (n > kMaxPositions) {
+    outcome.refusal =
+        "the tensor has " + std::to_string(n) + " entries, more than 32-bit positions can address";
+    return outcome;
+  }
   int64_t dim_sum = 0;
   for (int64_t d : t.dims) dim_sum += d;
-  const double cap = padding_cap * double(std::max<int64_t>({n, dim_sum, 1}));
+  const double cap = options.padding_cap * double(std::max<int64_t>({n, dim_sum, 1}));
 
   auto packed = std::make_unique<PackedTensor>();
   packed->dims = t.dims;
@@ -46,25 +203,38 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype, double
   packed->dtype = dtype;
   packed->nnz = n;
 
-  // Sort the entries by their level coordinates, outer level first.
-  std::vector<std::vector<int32_t>> level_coords(num_levels);
-  std::vector<const int32_t*> keys;
-  std::vector<int64_t> extents;
+  std::vector<BulkVector<int32_t>> storage(num_levels);
+  std::vector<const int32_t*> coords(num_levels);
+  std::vector<int64_t> extents(num_levels);
   for (int l = 0; l < num_levels; ++l) {
-    level_coords[l] = LevelCoordinates(t, f, l);
-    keys.push_back(level_coords[l].data());
-    extents.push_back(f.LevelExtent(l, t.dims));
+    coords[l] = LevelCoordinates(t, f, l, storage[l]);
+    extents[l] = f.LevelExtent(l, t.dims);
   }
-  std::vector<int64_t> order = SortedPermutation(keys, extents, n);
+
+  // perm[r]: the entry at sorted rank r (identity when no pass is needed).
+  const int passes = SortPassesNeeded(f);
+  BulkVector<int32_t> perm;
+  if (passes > 0) {
+    perm.resize(n);
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(n))
+    for (int64_t r = 0; r < n; ++r) perm[r] = static_cast<int32_t>(r);
+    BulkVector<int32_t> scratch;
+    for (int l = passes - 1; l >= 0; --l) StableSortByKey(perm, coords[l], extents[l], scratch);
+  }
+  const int32_t* order = perm.empty() ? nullptr : perm.data();
+  auto entry = [order](int64_t r) -> int64_t { return order ? order[r] : r; };
 
   // position[r]: the position of the r-th sorted entry at the current level.
-  std::vector<int64_t> position(n, 0);
+  const int threads = ThreadsFor(n);
+  BulkVector<int32_t> position(n), next(n);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t r = 0; r < n; ++r) position[r] = 0;
   int64_t parent_positions = 1;
   for (int l = 0; l < num_levels; ++l) {
     PackedLevel level;
     level.kind = f.levels[l].kind;
     level.extent = extents[l];
-    const int32_t* c = level_coords[l].data();
+    const int32_t* c = coords[l];
     if (level.kind == LevelKind::kDense) {
       // U levels multiply positions: refuse before anything of this size is allocated.
       const double positions = double(parent_positions) * double(level.extent);
@@ -73,45 +243,87 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype, double
                           std::to_string(int64_t(positions)) +
                           " positions, over the padding cap of " +
                           std::to_string(int64_t(std::min(cap, double(kMaxPositions)))) + " (" +
-                          std::to_string(int(padding_cap)) + " x max(nnz, sum of dims))";
+                          std::to_string(int(options.padding_cap)) + " x max(nnz, sum of dims))";
         return outcome;
       }
       level.positions = parent_positions * level.extent;
-#pragma omp parallel for schedule(static)
-      for (int64_t r = 0; r < n; ++r) position[r] = position[r] * level.extent + c[order[r]];
+      const int64_t extent = level.extent;
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (int64_t r = 0; r < n; ++r)
+        position[r] = static_cast<int32_t>(position[r] * extent + c[entry(r)]);
     } else {
-      level.pos.assign(parent_positions + 1, 0);
-      level.crd.reserve(n);
-      int64_t prev_parent = -1, prev_coord = -1;
-      for (int64_t r = 0; r < n; ++r) {
-        const int64_t parent = position[r];
-        const int64_t coord = c[order[r]];
-        if (parent != prev_parent || coord != prev_coord) {
-          level.crd.push_back(static_cast<int32_t>(coord));
-          ++level.pos[parent + 1];
-          prev_parent = parent;
-          prev_coord = coord;
+      // An entry starts a new position when its parent or its coordinate differs from the
+      // previous entry's. Each thread counts the starts in its slice, then numbers them.
+      std::vector<int64_t> starts(threads + 1, 0);
+      BulkVector<int32_t> crd;
+#pragma omp parallel num_threads(threads)
+      {
+        const int u = omp_get_thread_num();
+        const int64_t lo = n * u / threads, hi = n * (u + 1) / threads;
+        auto is_start = [&](int64_t r) {
+          return r == 0 || position[r] != position[r - 1] || c[entry(r)] != c[entry(r - 1)];
+        };
+        int64_t count = 0;
+        for (int64_t r = lo; r < hi; ++r) count += is_start(r);
+        starts[u + 1] = count;
+#pragma omp barrier
+#pragma omp single
+        {
+          for (int v = 0; v < threads; ++v) starts[v + 1] += starts[v];
+          crd.resize(starts[threads]);
+          level.pos.resize(parent_positions + 1);  // every entry is written below
         }
-        position[r] = static_cast<int64_t>(level.crd.size()) - 1;
+        int64_t q = starts[u] - 1;
+        for (int64_t r = lo; r < hi; ++r) {
+          if (is_start(r)) {
+            ++q;
+            crd[q] = c[entry(r)];
+            // pos[p] counts the positions whose parent is below p: every p in
+            // (previous entry's parent, this entry's parent] starts at q.
+            const int64_t parent = position[r];
+            const int64_t previous = r == 0 ? -1 : position[r - 1];
+            for (int64_t p = previous + 1; p <= parent; ++p) level.pos[p] = static_cast<int32_t>(q);
+          }
+          next[r] = static_cast<int32_t>(q);
+        }
       }
-      for (int64_t p = 0; p < parent_positions; ++p) level.pos[p + 1] += level.pos[p];
-      level.positions = static_cast<int64_t>(level.crd.size());
-      level.crd.shrink_to_fit();
+      const int64_t total = starts[threads];
+      const int64_t last_parent = n > 0 ? position[n - 1] : -1;
+      for (int64_t p = last_parent + 1; p <= parent_positions; ++p)
+        level.pos[p] = static_cast<int32_t>(total);
+      position.swap(next);
+      level.positions = total;
+      level.encoding = options.narrow_coordinates
+                           ? ChooseCoordinateEncoding(level.pos, crd, level.extent)
+                           : CoordinateEncoding{};
+      EncodeCoordinates(level, crd);
     }
     parent_positions = level.positions;
     packed->levels.push_back(std::move(level));
   }
 
+  // Leaf positions of distinct entries are distinct: no two entries write the same value.
   const int64_t stored = packed->stored();
+  auto fill = [&](auto& values) {
+    using V = typename std::decay_t<decltype(values)>::value_type;
+    values.resize(stored);
+    V* out = values.data();
+#pragma omp parallel num_threads(ThreadsFor(stored))
+    {
+      if (stored > n) {  // padding: positions no entry writes
+#pragma omp for schedule(static)
+        for (int64_t q = 0; q < stored; ++q) out[q] = 0;
+      }
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < n; ++r) out[position[r]] = static_cast<V>(t.values[entry(r)]);
+    }
+  };
   if (dtype == DType::kF32) {
-    packed->values_f32.assign(stored, 0.0f);
-    for (int64_t r = 0; r < n; ++r) packed->values_f32[position[r]] += float(t.values[order[r]]);
+    fill(packed->values_f32);
   } else {
-    packed->values_f64.assign(stored, 0.0);
-    for (int64_t r = 0; r < n; ++r) packed->values_f64[position[r]] += t.values[order[r]];
+    fill(packed->values_f64);
   }
-  packed->pack_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  packed->pack_ms = MsSince(start);
   outcome.packed = std::move(packed);
   return outcome;
 }
@@ -141,7 +353,7 @@ void VisitLevel(const PackedTensor& p, int level, int depth, int64_t parent,
   if (l.kind == LevelKind::kDense) {
     for (int64_t c = 0; c < l.extent; ++c) descend(c, parent * l.extent + c);
   } else {
-    for (int64_t q = l.pos[parent]; q < l.pos[parent + 1]; ++q) descend(l.crd[q], q);
+    for (int64_t q = l.pos[parent]; q < l.pos[parent + 1]; ++q) descend(l.Coordinate(parent, q), q);
   }
 }
 }  // namespace

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/bulk_allocator.hpp"
 #include "base/dtype.hpp"
 #include "tensor/coo.hpp"
 #include "tensor/format.hpp"
@@ -13,13 +14,32 @@
 namespace sparsetune {
 
 // One storage level. U levels hold no arrays: position = parent * extent + coordinate.
-// C levels hold pos (size parent positions + 1) and crd (one level coordinate per position).
+// C levels hold pos (size parent positions + 1) and one coordinate per position, stored as
+// `encoding` says: crd_bytes holds positions * bits / 8 bytes of unsigned integers; relative
+// coordinates add base[parent].
 struct PackedLevel {
   LevelKind kind = LevelKind::kDense;
   int64_t extent = 0;
   int64_t positions = 0;  // number of positions at this level
-  std::vector<int32_t> pos;
-  std::vector<int32_t> crd;
+  BulkVector<int32_t> pos;
+  CoordinateEncoding encoding;
+  BulkVector<uint8_t> crd_bytes;
+  BulkVector<int32_t> base;  // relative encodings: one per parent position
+
+  // The coordinate at position q, whose parent position is `parent`.
+  int64_t Coordinate(int64_t parent, int64_t q) const {
+    const int64_t offset = encoding.relative ? base[parent] : 0;
+    switch (encoding.bits) {
+      case 8:
+        return offset + crd_bytes[q];
+      case 16:
+        return offset + reinterpret_cast<const uint16_t*>(crd_bytes.data())[q];
+      default:
+        return offset + reinterpret_cast<const int32_t*>(crd_bytes.data())[q];
+    }
+  }
+  const void* crd_data() const { return crd_bytes.empty() ? nullptr : crd_bytes.data(); }
+  const int32_t* base_data() const { return base.empty() ? nullptr : base.data(); }
 };
 
 struct PackedTensor {
@@ -27,9 +47,9 @@ struct PackedTensor {
   StorageFormat format;
   std::vector<PackedLevel> levels;
   DType dtype = DType::kF32;
-  std::vector<float> values_f32;   // filled when dtype is f32
-  std::vector<double> values_f64;  // filled when dtype is f64
-  int64_t nnz = 0;                 // entries of the source tensor
+  BulkVector<float> values_f32;   // filled when dtype is f32
+  BulkVector<double> values_f64;  // filled when dtype is f64
+  int64_t nnz = 0;                // entries of the source tensor
   double pack_ms = 0;
 
   int64_t stored() const { return levels.empty() ? 1 : levels.back().positions; }
@@ -40,6 +60,10 @@ struct PackedTensor {
   double value(int64_t position) const {
     return dtype == DType::kF32 ? values_f32[position] : values_f64[position];
   }
+  // Per level: how its coordinates are stored (32-bit absolute for U levels).
+  std::vector<CoordinateEncoding> encodings() const;
+  // Bytes of every array: pos, coordinates, bases and values.
+  int64_t bytes() const;
 };
 
 // Packing either succeeds or says why the format does not apply to this tensor.
@@ -53,9 +77,22 @@ struct PackOutcome {
 // hypersparse matrix allowed).
 constexpr double kDefaultPaddingCap = 20.0;
 
+struct PackOptions {
+  double padding_cap = kDefaultPaddingCap;
+  // Store each compressed level's coordinates in the fewest bytes (CoordinateEncoding); false
+  // keeps 32-bit absolute coordinates everywhere.
+  bool narrow_coordinates = true;
+};
+
 // Packs a canonical COO tensor into the format: explicit zeros where U levels need them.
 PackOutcome Pack(const CooTensor& tensor, const StorageFormat& format, DType dtype,
-                 double padding_cap = kDefaultPaddingCap);
+                 const PackOptions& options = {});
+
+// The encoding that stores these sorted-per-segment coordinates of a compressed level in the
+// fewest bytes: absolute when the extent fits 8 or 16 bits, else relative to each segment's
+// first coordinate when every segment's span fits (and the bases cost less than they save).
+CoordinateEncoding ChooseCoordinateEncoding(const BulkVector<int32_t>& pos,
+                                            const BulkVector<int32_t>& crd, int64_t extent);
 
 // Calls visit(position, mode_coordinates) for every position of level `depth - 1` (depth 0: the
 // single root position) whose coordinates lie inside the tensor; modes with no level among the

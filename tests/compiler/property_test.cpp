@@ -18,9 +18,30 @@ struct Workload {
   CooTensor tensor;
 };
 
+// A short, very wide band: each row's columns lie within `span` of its diagonal, so narrow
+// coordinates are stored relative to each row's first column (CoordinateEncoding).
+CooTensor WideBand(int64_t rows, int64_t cols, int64_t span, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  CooTensor t;
+  t.Reset({rows, cols});
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t diagonal = i * (cols - span) / rows;
+    for (int e = 0; e < 6; ++e) {
+      int32_t c[2] = {int32_t(i), int32_t(diagonal + int64_t(rng() % uint64_t(span)))};
+      t.Append(c, double(int64_t(rng() % 17) - 8) / 8.0 + 0.0625);
+    }
+  }
+  t.Canonicalize();
+  return t;
+}
+
 std::vector<Workload> Workloads(int order, uint64_t seed) {
   std::vector<Workload> out;
   std::mt19937_64 rng(seed);
+  if (order == 2) {
+    out.push_back({"wide band, 8-bit offsets", WideBand(40, 300000, 200, seed)});
+    out.push_back({"wide band, 16-bit offsets", WideBand(40, 300000, 3000, seed + 1)});
+  }
   for (int k = 0; k < 3; ++k) {
     std::vector<int64_t> dims;
     for (int m = 0; m < order; ++m) dims.push_back(1 + int64_t(rng() % 37));
@@ -68,6 +89,37 @@ void CheckRandomSchedules(const std::string& kernel, int schedules, uint64_t see
   }
   // Refusals are rare (padding cap); nearly every sample must have run.
   EXPECT_GE(ok, schedules * 8 / 10) << refused << " refused";
+}
+
+// Every coordinate width, absolute and relative, computes the same result as the reference,
+// under every partition and partial-sum count.
+TEST(NarrowCoordinates, EveryEncodingVerifies) {
+  const Expression e = KernelExpression("spmv");
+  Jit jit;
+  const std::vector<std::pair<CooTensor, CoordinateEncoding>> cases = {
+      {WideBand(300, 300000, 200, 4), {8, true}},
+      {WideBand(300, 300000, 3000, 5), {16, true}},
+      {WideBand(300, 40000, 30000, 6), {16, false}},
+      {WideBand(300, 200, 150, 7), {8, false}},
+  };
+  for (const auto& [tensor, encoding] : cases) {
+    PackOutcome packed = Pack(tensor, StorageFormat::Csr(), DType::kF32);
+    ASSERT_TRUE(packed.packed);
+    EXPECT_EQ(packed.packed->levels[1].encoding, encoding) << encoding.Describe();
+    KernelRunner runner(e, tensor, ResolveIndexSizes(e, tensor.dims, {}), DType::kF32, jit);
+    for (Partition partition : {Partition::kDynamic, Partition::kBalanced}) {
+      for (int unroll : {1, 3, 8}) {
+        Schedule s = FixedCsrSchedule(e);
+        s.narrow_coordinates = true;
+        s.partition = partition;
+        s.unroll = unroll;
+        RunOptions options;
+        options.time = false;
+        RunResult r = runner.Run(s, options);
+        ASSERT_TRUE(r.ok() && r.verified) << encoding.Describe() << ": " << r.message;
+      }
+    }
+  }
 }
 
 TEST(RandomSchedules, Spmv) {

@@ -121,13 +121,18 @@ TEST(WacoTemplate, EncodingSizesMatchTheArtifact) {
       {"sddmm", {17, 17, 8, 2, 2, 2, 2, 6, 6}, 6},
       {"mttkrp", {17, 17, 17, 8, 2, 2, 2, 2, 2, 2, 8, 9}, 8},
   };
+  // After WACO's inputs: threads (one, all), partition, log2 unroll, coordinates.
+  const std::vector<int> code_choices = {2, 2, 4, 2};
   for (const auto& x : expected) {
     auto t = WacoTemplate::ForKernel(x.kernel);
     const EncodingLayout layout = t->Layout();
-    EXPECT_EQ(layout.cardinalities, x.cardinalities) << x.kernel;
+    std::vector<int> cardinalities = x.cardinalities;
+    cardinalities.insert(cardinalities.end(), code_choices.begin(), code_choices.end());
+    EXPECT_EQ(layout.cardinalities, cardinalities) << x.kernel;
     EXPECT_EQ(layout.order_size, x.n) << x.kernel;
     EXPECT_EQ(layout.names.front(), "split_i");
-    EXPECT_EQ(layout.names.back(), "chunk");
+    EXPECT_EQ(layout.names[x.cardinalities.size() - 1], "chunk");
+    EXPECT_EQ(layout.names.back(), "coordinates");
   }
   auto sddmm = WacoTemplate::ForKernel("sddmm");
   EXPECT_EQ(sddmm->variables(), (std::vector<std::string>{"i1", "i0", "j1", "j0", "k1", "k0"}));
@@ -148,14 +153,15 @@ TEST(WacoTemplate, FixedCsrIsInEveryTemplate) {
     EXPECT_EQ(t->CheckMember(*s, sizes), "") << kernel;
     EXPECT_EQ(t->ToSchedule(*s).CanonicalJson(), csr.CanonicalJson()) << kernel;
   }
-  // SpMV FixedCSR: no splits, identity order, i1:U i0:U(trivial) k1:C k0:U(trivial), chunk 128.
+  // SpMV FixedCSR: no splits, identity order, i1:U i0:U(trivial) k1:C k0:U(trivial), chunk 128,
+  // all threads, dynamic, one accumulator, 32-bit coordinates.
   auto spmv = WacoTemplate::ForKernel("spmv");
   auto s = spmv->FromSchedule(FixedCsrSchedule(spmv->expression()), nullptr);
   const ScheduleEncoding e = spmv->Encode(*s);
-  EXPECT_EQ(e.categorical, (std::vector<int>{0, 0, 1, 1, 0, 1, 0, 7}));
+  EXPECT_EQ(e.categorical, (std::vector<int>{0, 0, 1, 1, 0, 1, 0, 7, 1, 0, 0, 0}));
   EXPECT_EQ(e.order, (std::vector<float>{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}));
   const std::vector<float> flat = e.Flat(2);
-  EXPECT_EQ(flat.size(), 2u + 16u + 4u + 2u);
+  EXPECT_EQ(flat.size(), 2u + 16u + 4u + 2u + 4u);
 }
 
 TEST(WacoTemplate, KernelRules) {
@@ -174,8 +180,28 @@ TEST(WacoTemplate, KernelRules) {
     EXPECT_LT(std::find(s.order.begin(), s.order.end(), "i1"),
               std::find(s.order.begin(), s.order.end(), "j1"));
     EXPECT_EQ(s.parallel, "i1");
-    EXPECT_EQ(s.threads, 3);
+    EXPECT_TRUE(s.threads == 3 || s.threads == 1);
+    EXPECT_TRUE(s.narrow);
+    // SpMM's reductions carry a dense row (j0 innermost), never a scalar over a compressed loop.
+    EXPECT_EQ(s.unroll, 1);
+    if (s.partition == Partition::kBalanced) EXPECT_EQ(s.chunk, 1);
   }
+  // SpMV with a compressed inner level draws every partial-sum count.
+  auto spmv = WacoTemplate::ForKernel("spmv");
+  const Sizes spmv_sizes = SizesFor(*spmv, {5000, 4000});
+  std::set<int> unrolls;
+  int single_thread = 0, balanced = 0;
+  for (int n = 0; n < 400; ++n) {
+    const SuperSchedule s = spmv->Sample(spmv_sizes, rng, full);
+    unrolls.insert(s.unroll);
+    single_thread += s.threads == 1;
+    balanced += s.partition == Partition::kBalanced;
+  }
+  EXPECT_EQ(unrolls, (std::set<int>{1, 2, 4, 8}));
+  EXPECT_GT(single_thread, 50);
+  EXPECT_LT(single_thread, 150);
+  EXPECT_GT(balanced, 150);
+  EXPECT_LT(balanced, 250);
   auto sddmm = WacoTemplate::ForKernel("sddmm");
   const Sizes sddmm_sizes = SizesFor(*sddmm, {5000, 4000});
   int j_parallel = 0;

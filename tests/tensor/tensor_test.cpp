@@ -102,7 +102,10 @@ TEST(Pack, RoundTripOverRandomFormats) {
     std::shuffle(levels.begin(), levels.end(), rng);
     for (auto& l : levels) l.kind = (rng() % 2) ? LevelKind::kDense : LevelKind::kCompressed;
     f.levels = levels;
-    PackOutcome outcome = Pack(t, f, (trial % 2) ? DType::kF32 : DType::kF64, 1e9);
+    PackOptions options;
+    options.padding_cap = 1e9;
+    options.narrow_coordinates = trial % 3 != 0;
+    PackOutcome outcome = Pack(t, f, (trial % 2) ? DType::kF32 : DType::kF64, options);
     ASSERT_TRUE(outcome.packed) << outcome.refusal;
     ++packed_count;
     CooTensor back = Unpack(*outcome.packed);
@@ -141,9 +144,50 @@ TEST(Pack, CsrArrays) {
   PackOutcome o = Pack(t, StorageFormat::Csr(), DType::kF64);
   ASSERT_TRUE(o.packed);
   const auto& level = o.packed->levels[1];
-  EXPECT_EQ(level.pos, (std::vector<int32_t>{0, 2, 2, 3}));
-  EXPECT_EQ(level.crd, (std::vector<int32_t>{1, 3, 0}));
-  EXPECT_EQ(o.packed->values_f64, (std::vector<double>{1, 3, 2}));
+  EXPECT_EQ(std::vector<int32_t>(level.pos.begin(), level.pos.end()),
+            (std::vector<int32_t>{0, 2, 2, 3}));
+  // Four columns fit in 8 bits.
+  EXPECT_EQ(level.encoding, (CoordinateEncoding{8, false}));
+  const std::vector<int64_t> parents = {0, 0, 2};
+  for (int64_t q = 0; q < 3; ++q)
+    EXPECT_EQ(level.Coordinate(parents[q], q), (std::vector<int64_t>{1, 3, 0})[q]);
+  EXPECT_EQ(std::vector<double>(o.packed->values_f64.begin(), o.packed->values_f64.end()),
+            (std::vector<double>{1, 3, 2}));
+}
+
+TEST(Pack, NarrowsCoordinatesToTheFewestBytes) {
+  // Wide rows need 32 bits; a band far from column 0 fits 8-bit offsets from each row's first
+  // column; 60000 columns fit 16 bits absolute.
+  auto encoding_of = [](int64_t cols, int span, int64_t offset) {
+    CooTensor t;
+    t.Reset({100, cols});
+    for (int i = 0; i < 100; ++i) {
+      for (int d = 0; d < 4; ++d) {
+        int32_t c[2] = {i, static_cast<int32_t>((offset + i * 7 + d * span / 4) % cols)};
+        t.Append(c, 1.0 + d);
+      }
+    }
+    t.Canonicalize();
+    PackOutcome o = Pack(t, StorageFormat::Csr(), DType::kF32);
+    EXPECT_TRUE(o.packed);
+    const PackedLevel& level = o.packed->levels[1];
+    // Whatever the encoding, every coordinate reads back.
+    for (int64_t p = 0; p < 100; ++p) {
+      for (int64_t q = level.pos[p]; q < level.pos[p + 1]; ++q)
+        EXPECT_EQ(level.Coordinate(p, q), t.coords[1][q]);
+    }
+    return level.encoding;
+  };
+  EXPECT_EQ(encoding_of(3000000, 200, 1000000), (CoordinateEncoding{8, true}));
+  EXPECT_EQ(encoding_of(3000000, 40000, 1000000), (CoordinateEncoding{16, true}));
+  EXPECT_EQ(encoding_of(60000, 40000, 0), (CoordinateEncoding{16, false}));
+  EXPECT_EQ(encoding_of(3000000, 2000000, 0), (CoordinateEncoding{32, false}));
+  // Narrowing can be turned off.
+  CooTensor small = testing::RandomSparse({50, 50}, 200, 9);
+  PackOptions wide;
+  wide.narrow_coordinates = false;
+  EXPECT_EQ(Pack(small, StorageFormat::Csr(), DType::kF32, wide).packed->levels[1].encoding,
+            (CoordinateEncoding{32, false}));
 }
 
 TEST(Pack, RefusesPaddingOverTheCap) {
