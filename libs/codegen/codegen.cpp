@@ -1,6 +1,7 @@
 #include "codegen/codegen.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "base/errors.hpp"
@@ -45,6 +46,13 @@ class Emitter {
     Line(std::string("typedef ") + DTypeCName(dtype_) + " value_t;");
     Line("static inline int64_t st_min(int64_t a, int64_t b) { return a < b ? a : b; }");
     if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
+    CollectTiles(*nest_.root);
+    if (!tiles_.empty()) {
+      Line("// Register tiles: unaligned vectors of value_t (GCC/Clang vector extensions).");
+      for (int bytes : {16, 32, 64})
+        Line("typedef value_t st_vec" + std::to_string(bytes) + " __attribute__((vector_size(" +
+             std::to_string(bytes) + "), aligned(sizeof(value_t))));");
+    }
     Line("extern \"C\" int sparsetune_kernel(const st_args* args) {");
     ++depth_;
     EmitPrologue();
@@ -89,7 +97,7 @@ class Emitter {
       Line("const int64_t d" + std::to_string(k) + " = args->dims[" + std::to_string(k) +
            "];  // |" + index + "|");
       if (nest_.splits.at(index) > 1) {
-        if (mode_ == CodegenMode::kBaked) {
+        if (mode_ == CodegenMode::kBaked || tiled_indices_.count(index)) {
           Line("constexpr int64_t s" + std::to_string(k) + " = " +
                std::to_string(nest_.splits.at(index)) + ";  // split of " + index);
         } else {
@@ -284,7 +292,123 @@ class Emitter {
     return encodings_[n.level].relative ? "base_" + VarName(n.var) + " + " + read : read;
   }
 
+  // A register tile: the slice of the output that loop `loop` (j0) covers, held in `count`
+  // vectors of `bytes` bytes while reduction loop `owner` runs.
+  struct Tile {
+    const NestNode* owner = nullptr;
+    const NestNode* loop = nullptr;
+    int64_t size = 0;  // the split of j
+    int bytes = 0;
+    int count = 0;
+    std::string name;
+  };
+
+  void CollectTiles(const NestNode& n) {
+    if (n.kind == NestNode::Kind::kLoop && n.tile_loop) {
+      Tile t;
+      t.owner = &n;
+      t.loop = n.tile_loop;
+      t.size = nest_.splits.at(t.loop->var.index);
+      const int64_t bytes = t.size * static_cast<int64_t>(DTypeSize(dtype_));
+      for (int width : {64, 32, 16}) {
+        if (bytes % width == 0) {
+          t.bytes = width;
+          break;
+        }
+      }
+      t.count = t.bytes ? static_cast<int>(bytes / t.bytes) : 0;
+      // Too narrow for a vector, or more vectors than registers hold: no tile.
+      if (t.bytes && t.count <= 16) {
+        t.name = "tile" + std::to_string(tiles_.size());
+        tiled_indices_.insert(t.loop->var.index);
+        tiles_.push_back(t);
+      }
+    }
+    for (const auto& c : n.children) CollectTiles(*c);
+  }
+
+  const Tile* TileOwnedBy(const NestNode& n) const {
+    for (const Tile& t : tiles_) {
+      if (t.owner == &n) return &t;
+    }
+    return nullptr;
+  }
+
+  // The first element of lane group `group` of the tile: defines the whole index j there.
+  std::string TileIndex(const Tile& t, int group) const {
+    const std::string& j = t.loop->var.index;
+    const int64_t lanes = t.bytes / static_cast<int64_t>(DTypeSize(dtype_));
+    return "const int64_t " + I(j) + " = " + I(j) + "o * " + S(j) + " + " +
+           std::to_string(group * lanes) + ";";
+  }
+
   void EmitLoop(const NestNode& n) {
+    const Tile* tile = TileOwnedBy(n);
+    if (!tile) {
+      EmitLoopPlain(n);
+      return;
+    }
+    const std::string& j = tile->loop->var.index;
+    const std::string vec = "st_vec" + std::to_string(tile->bytes);
+    // Only whole slices go to registers; the last, partial one (when the split does not divide
+    // |j|) takes the plain loop.
+    Line("if (" + I(j) + "o * " + S(j) + " + " + S(j) + " <= " + D(j) + ") {");
+    ++depth_;
+    Line(vec + " " + tile->name + "[" + std::to_string(tile->count) + "] = {};");
+    active_tile_ = tile;
+    EmitLoopPlain(n);
+    active_tile_ = nullptr;
+    const NestNode& compute = *tile->loop->children[0];
+    for (int g = 0; g < tile->count; ++g) {
+      Line("{");
+      ++depth_;
+      Line(TileIndex(*tile, g));
+      Line("*(" + vec + "*)&" + Address(compute.lhs) + " += " + tile->name + "[" +
+           std::to_string(g) + "];");
+      --depth_;
+      Line("}");
+    }
+    --depth_;
+    Line("} else {");
+    ++depth_;
+    EmitLoopPlain(n);
+    --depth_;
+    Line("}");
+  }
+
+  // The tile's loop: one vector update per lane group instead of a loop over j0.
+  void EmitTileUpdate(const NestNode& n) {
+    const Tile& tile = *active_tile_;
+    const std::string vec = "st_vec" + std::to_string(tile.bytes);
+    const NestNode& compute = *n.children[0];
+    Line("{");
+    ++depth_;
+    HoistInvariantFactors(n);
+    const std::string scalar = hoisted_loop_ == &n ? hoisted_ : "";
+    for (int g = 0; g < tile.count; ++g) {
+      std::string product = scalar;
+      for (const auto& f : compute.factors) {
+        if (!VariesWith(f, n)) continue;
+        product +=
+            (product.empty() ? "" : " * ") + std::string("*(const ") + vec + "*)&" + Address(f);
+      }
+      Line("{");
+      ++depth_;
+      Line(TileIndex(tile, g));
+      Line(tile.name + "[" + std::to_string(g) + "] += " + product + ";");
+      --depth_;
+      Line("}");
+    }
+    hoisted_loop_ = nullptr;
+    --depth_;
+    Line("}");
+  }
+
+  void EmitLoopPlain(const NestNode& n) {
+    if (active_tile_ && active_tile_->loop == &n) {
+      EmitTileUpdate(n);
+      return;
+    }
     const std::string var = VarName(n.var);
     const bool compressed = n.loop_kind == LoopKind::kLevelC;
     const std::string L = std::to_string(n.level);
@@ -522,6 +646,9 @@ class Emitter {
   int output_levels_ = 0;
   int depth_ = 0;
   std::vector<CoordinateEncoding> encodings_;
+  std::vector<Tile> tiles_;
+  std::set<std::string> tiled_indices_;     // their splits are compile-time constants
+  const Tile* active_tile_ = nullptr;       // emitting inside this tile's owner (whole slices)
   std::string accumulator_suffix_;          // the partial sum an unrolled copy adds into
   const NestNode* hoisted_loop_ = nullptr;  // innermost loop whose invariant factors were hoisted
   std::string hoisted_;

@@ -50,11 +50,15 @@ struct NestNode {
   // kLoop
   LoopVar var;
   LoopKind loop_kind = LoopKind::kDense;
-  int level = -1;                 // sparse level for kLevelU / kLevelC
-  bool parallel = false;          // OpenMP work-sharing loop
-  bool balanced = false;          // parallel loops: one range per thread, balanced by nonzeros
-  bool simd = false;              // innermost loop: #pragma omp simd
-  int unroll = 1;                 // compressed reduction loops: independent partial sums
+  int level = -1;         // sparse level for kLevelU / kLevelC
+  bool parallel = false;  // OpenMP work-sharing loop
+  bool balanced = false;  // parallel loops: one range per thread, balanced by nonzeros
+  bool simd = false;      // innermost loop: #pragma omp simd
+  int unroll = 1;         // compressed reduction loops: independent partial sums
+  // Register tiling: this reduction loop accumulates the output slice that `tile_loop` (a
+  // split-inner dense loop under it, over the output's last index) ranges over in registers,
+  // and adds it to the output once after the loop instead of on every iteration.
+  const NestNode* tile_loop = nullptr;
   std::vector<int> thread_temps;  // parallel loops: temporaries allocated per thread
   std::vector<int> reductions;    // parallel loops: accumulators declared outside, summed inside
   // > 0: at the start of each iteration, clear the output slice whose first `zero_prefix`

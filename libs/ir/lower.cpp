@@ -57,6 +57,7 @@ class Lowerer {
     MarkParallel();
     MarkAtomicsAndAssign();
     MarkSimd(nest_->root.get());
+    MarkRegisterTiles();
     nest_->schedule = s_;
     return std::move(nest_);
   }
@@ -638,6 +639,46 @@ class Lowerer {
     for (auto& c : n->children) MarkSimd(c.get());
   }
 
+  // A compute that updates the dense output inside a split-inner dense loop (j0) over the
+  // output's last index, with reduction loops (which do not index the output) between that
+  // loop and the loops that fix the rest of the output element, updates the same j0 slice on
+  // every reduction iteration. The outermost of those reduction loops keeps the slice in
+  // registers instead (codegen), when every factor that varies with j0 is a dense row-major
+  // operand whose last index is j (contiguous loads).
+  void MarkRegisterTiles() {
+    if (e_.sparse_output_prefix > 0) return;
+    for (const auto& site : sites_) {
+      NestNode* c = site.compute;
+      if (c->accumulator >= 0 || c->atomic || c->lhs.tensor != 0 || site.loops.empty()) continue;
+      NestNode* inner = site.loops.back();
+      const std::string& j = inner->var.index;
+      if (inner->loop_kind != LoopKind::kDense || inner->var.part != SplitPart::kInner ||
+          !inner->simd || c->lhs.indices.empty() || c->lhs.indices.back() != j)
+        continue;
+      bool contiguous = true;
+      for (const auto& f : c->factors) {
+        if (!Contains(f.indices, j)) continue;
+        contiguous &= f.tensor > 0 && f.tensor != e_.sparse && f.indices.back() == j;
+      }
+      if (!contiguous) continue;
+      NestNode* reduction = nullptr;
+      for (int k = static_cast<int>(site.loops.size()) - 2; k >= 0; --k) {
+        NestNode* l = site.loops[k];
+        if (Contains(c->lhs.indices, l->var.index)) break;
+        reduction = l;
+      }
+      if (!reduction) continue;
+      bool parallel_inside = false;
+      for (size_t k = 0; k < site.loops.size(); ++k) {
+        if (site.loops[k] == reduction) {
+          for (size_t m = k; m < site.loops.size(); ++m) parallel_inside |= site.loops[m]->parallel;
+        }
+      }
+      if (parallel_inside) continue;
+      reduction->tile_loop = inner;
+    }
+  }
+
   Expression e_;
   Schedule s_;
   std::unique_ptr<LoopNest> nest_;
@@ -680,7 +721,8 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
              (n.level >= 0 ? " level " + std::to_string(n.level) : "") +
              (n.parallel ? (n.balanced ? ", parallel balanced" : ", parallel") : "") +
              (n.simd ? ", simd" : "") +
-             (n.unroll > 1 ? ", " + std::to_string(n.unroll) + " partial sums" : "") + "]\n";
+             (n.unroll > 1 ? ", " + std::to_string(n.unroll) + " partial sums" : "") +
+             (n.tile_loop ? ", " + n.tile_loop->var.name + " slice in registers" : "") + "]\n";
       if (n.zero_prefix > 0)
         out += pad + "  zero the " + nest.expression.tensors[0].name + " slice\n";
       break;

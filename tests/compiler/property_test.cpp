@@ -122,6 +122,42 @@ TEST(NarrowCoordinates, EveryEncodingVerifies) {
   }
 }
 
+// Reductions between j1 and j0 keep the j0 slice in registers: whole slices and a partial last
+// one (the split does not divide |j|), single and double precision, SpMM and MTTKRP.
+TEST(RegisterTiles, VerifyForEverySliceWidth) {
+  Jit jit;
+  struct Case {
+    std::string kernel;
+    std::vector<std::string> order;
+    std::vector<std::string> format;
+  };
+  const std::vector<Case> cases = {
+      {"spmm", {"i", "j1", "k", "j0"}, {"i:U", "k:C"}},
+      {"mttkrp", {"i", "j1", "k", "l", "j0"}, {"i:C", "k:C", "l:C"}},
+  };
+  for (const auto& c : cases) {
+    const Expression e = KernelExpression(c.kernel);
+    const CooTensor tensor = testing::SmallWorkload(static_cast<int>(c.format.size()));
+    for (int64_t j : {16, 20, 64}) {
+      for (int64_t split : {4, 8, 16}) {
+        for (DType dtype : {DType::kF32, DType::kF64}) {
+          KernelRunner runner(e, tensor, ResolveIndexSizes(e, tensor.dims, {{"j", j}}), dtype, jit);
+          nlohmann::json json = {{"splits", {{"j", split}}},
+                                 {"loop_order", c.order},
+                                 {"format", c.format},
+                                 {"parallel", {{"index", c.order[0]}, {"chunk", 4}}}};
+          RunOptions options;
+          options.time = false;
+          RunResult r = runner.Run(Schedule::FromJson(json, "tile"), options);
+          ASSERT_TRUE(r.ok() && r.verified)
+              << c.kernel << " j=" << j << " split " << split << ": " << r.message;
+          EXPECT_NE(r.nest.find("j0 slice in registers"), std::string::npos) << r.nest;
+        }
+      }
+    }
+  }
+}
+
 TEST(RandomSchedules, Spmv) {
   CheckRandomSchedules("spmv", 300, 1);
 }

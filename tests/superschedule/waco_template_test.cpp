@@ -184,7 +184,9 @@ TEST(WacoTemplate, KernelRules) {
     EXPECT_TRUE(s.narrow);
     // SpMM's reductions carry a dense row (j0 innermost), never a scalar over a compressed loop.
     EXPECT_EQ(s.unroll, 1);
-    if (s.partition == Partition::kBalanced) EXPECT_EQ(s.chunk, 1);
+    if (s.partition == Partition::kBalanced) {
+      EXPECT_EQ(s.chunk, 1);
+    }
   }
   // SpMV with a compressed inner level draws every partial-sum count.
   auto spmv = WacoTemplate::ForKernel("spmv");
