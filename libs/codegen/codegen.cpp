@@ -120,9 +120,8 @@ class Emitter {
     for (size_t l = 0; l < nest_.storage.levels.size(); ++l) {
       const std::string L = std::to_string(l);
       Line("const int64_t L" + L + "_extent = args->levels[" + L + "].extent;  // level " +
-           nest_.level_vars[l].name +
-           (nest_.storage.levels[l].kind == LevelKind::kDense ? ":U" : ":C"));
-      if (nest_.storage.levels[l].kind == LevelKind::kCompressed) {
+           nest_.level_vars[l].name + ":" + LevelKindLetter(nest_.storage.levels[l].kind));
+      if (nest_.storage.levels[l].kind != LevelKind::kDense) {
         const CoordinateEncoding& encoding = encodings_[l];
         const std::string type = encoding.bits == 8    ? "uint8_t"
                                  : encoding.bits == 16 ? "uint16_t"
@@ -285,11 +284,20 @@ class Emitter {
     return "return " + q + ";";
   }
 
-  // The coordinate at position p<level> of a compressed level.
-  std::string CoordinateRead(const NestNode& n) const {
-    const std::string L = std::to_string(n.level);
-    const std::string read = "(int64_t)L" + L + "_crd[p" + L + "]";
-    return encodings_[n.level].relative ? "base_" + VarName(n.var) + " + " + read : read;
+  // The coordinate of level `level` (whose loop variable is `v`), stored at position
+  // p<at>: its own position for a compressed level, its lanes' for a sliced one.
+  std::string CoordinateRead(int level, const LoopVar& v, int at) const {
+    const std::string read =
+        "(int64_t)L" + std::to_string(level) + "_crd[p" + std::to_string(at) + "]";
+    return encodings_[level].relative ? "base_" + VarName(v) + " + " + read : read;
+  }
+
+  // Defines a level variable read from storage, and its whole index when it is an inner part.
+  void DefineCoordinate(const LoopVar& v, const std::string& read) {
+    Line("const int64_t " + VarName(v) + " = " + read + ";");
+    if (v.part == SplitPart::kInner)
+      Line("const int64_t " + I(v.index) + " = " + I(v.index) + "o * " + S(v.index) + " + " +
+           VarName(v) + ";");
   }
 
   // A register tile: the slice of the output that loop `loop` (j0) covers, held in `count`
@@ -300,8 +308,10 @@ class Emitter {
     int64_t size = 0;  // the split of j
     int bytes = 0;
     int count = 0;
+    bool gathers = false;  // an array of `size` elements rather than `count` vectors
     std::string name;
   };
+  static constexpr int64_t kMaxGatherTile = 64;
 
   void CollectTiles(const NestNode& n) {
     if (n.kind == NestNode::Kind::kLoop && n.tile_loop) {
@@ -309,6 +319,17 @@ class Emitter {
       t.owner = &n;
       t.loop = n.tile_loop;
       t.size = nest_.splits.at(t.loop->var.index);
+      if (n.tile_gathers) {
+        // An array of one element per lane, updated by a SIMD loop.
+        t.gathers = true;
+        if (t.size <= kMaxGatherTile) {
+          t.name = "tile" + std::to_string(tiles_.size());
+          tiled_indices_.insert(t.loop->var.index);
+          tiles_.push_back(t);
+        }
+        for (const auto& c : n.children) CollectTiles(*c);
+        return;
+      }
       const int64_t bytes = t.size * static_cast<int64_t>(DTypeSize(dtype_));
       for (int width : {64, 32, 16}) {
         if (bytes % width == 0) {
@@ -354,12 +375,26 @@ class Emitter {
     // |j|) takes the plain loop.
     Line("if (" + I(j) + "o * " + S(j) + " + " + S(j) + " <= " + D(j) + ") {");
     ++depth_;
-    Line(vec + " " + tile->name + "[" + std::to_string(tile->count) + "] = {};");
+    if (tile->gathers) {
+      Line("value_t " + tile->name + "[" + std::to_string(tile->size) + "] = {};");
+    } else {
+      Line(vec + " " + tile->name + "[" + std::to_string(tile->count) + "] = {};");
+    }
     active_tile_ = tile;
     EmitLoopPlain(n);
     active_tile_ = nullptr;
     const NestNode& compute = *tile->loop->children[0];
-    for (int g = 0; g < tile->count; ++g) {
+    if (tile->gathers) {
+      const std::string lane = VarName(tile->loop->var);
+      Line("#pragma omp simd");
+      Line("for (int64_t " + lane + " = 0; " + lane + " < " + S(j) + "; ++" + lane + ") {");
+      ++depth_;
+      Line("const int64_t " + I(j) + " = " + I(j) + "o * " + S(j) + " + " + lane + ";");
+      Line(Address(compute.lhs) + " += " + tile->name + "[" + lane + "];");
+      --depth_;
+      Line("}");
+    }
+    for (int g = 0; g < (tile->gathers ? 0 : tile->count); ++g) {
       Line("{");
       ++depth_;
       Line(TileIndex(*tile, g));
@@ -379,6 +414,27 @@ class Emitter {
   // The tile's loop: one vector update per lane group instead of a loop over j0.
   void EmitTileUpdate(const NestNode& n) {
     const Tile& tile = *active_tile_;
+    if (tile.gathers) {
+      // The whole slice of lanes, vectorized across them; the compute adds into the array.
+      const std::string lane = VarName(n.var);
+      Line("{");
+      ++depth_;
+      HoistInvariantFactors(n);
+      Line("#pragma omp simd");
+      Line("for (int64_t " + lane + " = 0; " + lane + " < " + S(n.var.index) + "; ++" + lane +
+           ") {");
+      ++depth_;
+      EmitIterationPrologue(n);
+      tile_target_ = tile.name + "[" + lane + "]";
+      EmitNode(*n.children[0]);
+      tile_target_.clear();
+      --depth_;
+      Line("}");
+      hoisted_loop_ = nullptr;
+      --depth_;
+      Line("}");
+      return;
+    }
     const std::string vec = "st_vec" + std::to_string(tile.bytes);
     const NestNode& compute = *n.children[0];
     Line("{");
@@ -410,7 +466,8 @@ class Emitter {
       return;
     }
     const std::string var = VarName(n.var);
-    const bool compressed = n.loop_kind == LoopKind::kLevelC;
+    // Compressed and sliced levels iterate positions between pos[parent] and pos[parent + 1].
+    const bool compressed = n.loop_kind == LoopKind::kLevelC || n.loop_kind == LoopKind::kLevelS;
     const std::string L = std::to_string(n.level);
     const std::string counter = compressed ? "p" + L : var;
     const std::string lo = compressed ? "lo_" + var : "0";
@@ -506,17 +563,28 @@ class Emitter {
   void EmitIterationPrologue(const NestNode& n) {
     const std::string var = VarName(n.var);
     const std::string L = std::to_string(n.level);
-    if (n.loop_kind == LoopKind::kLevelC)
-      Line("const int64_t " + var + " = " + CoordinateRead(n) + ";");
+    if (n.loop_kind == LoopKind::kLevelC) {
+      DefineCoordinate(n.var, CoordinateRead(n.level, n.var, n.level));
+      EmitOutputClearing(n);
+      return;
+    }
     if (n.loop_kind == LoopKind::kLevelU) {
       const std::string parent = Pos(n.level - 1);
       Line("const int64_t p" + L + " = " +
            (n.level == 0 ? var : parent + " * L" + L + "_extent + " + var) + ";");
     }
-    if (n.var.part == SplitPart::kInner) {
+    if (n.sliced_level >= 0) {
+      const LoopVar& sliced = nest_.level_vars[n.sliced_level];
+      DefineCoordinate(sliced, CoordinateRead(n.sliced_level, sliced, n.level));
+    }
+    if (n.var.part == SplitPart::kInner && n.loop_kind != LoopKind::kLevelS) {
       Line("const int64_t " + I(n.var.index) + " = " + I(n.var.index) + "o * " + S(n.var.index) +
            " + " + var + ";");
     }
+    EmitOutputClearing(n);
+  }
+
+  void EmitOutputClearing(const NestNode& n) {
     if (n.zero_prefix > 0) {
       const auto& out = e_.tensors[0].indices;
       const std::vector<std::string> fixed(out.begin(), out.begin() + n.zero_prefix);
@@ -604,7 +672,12 @@ class Emitter {
   // Does a factor read a different element on each iteration of loop `n`?
   bool VariesWith(const NestAccess& a, const NestNode& n) const {
     if (a.tensor == e_.sparse) return n.level >= 0;  // its position advances with every level loop
-    return std::find(a.indices.begin(), a.indices.end(), n.var.index) != a.indices.end();
+    auto uses = [&](const std::string& index) {
+      return std::find(a.indices.begin(), a.indices.end(), index) != a.indices.end();
+    };
+    // The lanes of a sliced level also define that level's coordinate.
+    if (n.sliced_level >= 0 && uses(nest_.level_vars[n.sliced_level].index)) return true;
+    return uses(n.var.index);
   }
 
   // Loads the factors of an innermost compute that do not change inside the loop once, before
@@ -635,6 +708,10 @@ class Emitter {
       Line("acc" + std::to_string(n.accumulator) + accumulator_suffix_ + " += " + rhs + ";");
       return;
     }
+    if (!tile_target_.empty()) {
+      Line(tile_target_ + " += " + rhs + ";");
+      return;
+    }
     if (n.atomic) Line("#pragma omp atomic");
     Line(Address(n.lhs) + (n.assign ? " = " : " += ") + rhs + ";");
   }
@@ -650,6 +727,7 @@ class Emitter {
   std::set<std::string> tiled_indices_;     // their splits are compile-time constants
   const Tile* active_tile_ = nullptr;       // emitting inside this tile's owner (whole slices)
   std::string accumulator_suffix_;          // the partial sum an unrolled copy adds into
+  std::string tile_target_;                 // the tile element a gathering compute adds into
   const NestNode* hoisted_loop_ = nullptr;  // innermost loop whose invariant factors were hoisted
   std::string hoisted_;
   int hoisted_count_ = 0;

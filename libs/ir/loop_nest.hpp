@@ -26,6 +26,7 @@ enum class LoopKind {
   kDense,   // a plain range over the variable
   kLevelU,  // a U level of the sparse operand: a range that also advances its position
   kLevelC,  // a C level of the sparse operand: pos/crd iteration
+  kLevelS,  // an S (sliced) level: its slots; the coordinate is read per lane, one loop down
 };
 
 // A dense temporary of a where node (a scalar when it has no indices).
@@ -50,7 +51,10 @@ struct NestNode {
   // kLoop
   LoopVar var;
   LoopKind loop_kind = LoopKind::kDense;
-  int level = -1;         // sparse level for kLevelU / kLevelC
+  int level = -1;  // sparse level for kLevelU / kLevelC / kLevelS
+  // The lanes of a sliced level (the U level right below it): this loop also defines the
+  // sliced level's index, whose coordinate is stored per lane.
+  int sliced_level = -1;
   bool parallel = false;  // OpenMP work-sharing loop
   bool balanced = false;  // parallel loops: one range per thread, balanced by nonzeros
   bool simd = false;      // innermost loop: #pragma omp simd
@@ -59,6 +63,10 @@ struct NestNode {
   // split-inner dense loop under it, over the output's last index) ranges over in registers,
   // and adds it to the output once after the loop instead of on every iteration.
   const NestNode* tile_loop = nullptr;
+  // The tile's loop reads some operand that varies with it non-contiguously (a gather through
+  // a sliced level's coordinates, or the sparse values): the tile is an array updated by a
+  // SIMD loop rather than vectors updated by contiguous loads.
+  bool tile_gathers = false;
   std::vector<int> thread_temps;  // parallel loops: temporaries allocated per thread
   std::vector<int> reductions;    // parallel loops: accumulators declared outside, summed inside
   // > 0: at the start of each iteration, clear the output slice whose first `zero_prefix`

@@ -52,6 +52,7 @@ class Lowerer {
     Walk(nest_->root.get(), stack);
     CheckUses();
     MarkSparseLevels();
+    CheckSlicedLevels();
     CheckSparseOutput();
     CheckTemporaries();
     MarkParallel();
@@ -401,9 +402,40 @@ class Lowerer {
       }
       path.push_back(l->var.name);
       l->level = level;
-      l->loop_kind = nest_->storage.levels[level].kind == LevelKind::kDense ? LoopKind::kLevelU
-                                                                            : LoopKind::kLevelC;
+      const LevelKind kind = nest_->storage.levels[level].kind;
+      l->loop_kind = kind == LevelKind::kDense    ? LoopKind::kLevelU
+                     : kind == LevelKind::kSliced ? LoopKind::kLevelS
+                                                  : LoopKind::kLevelC;
     }
+  }
+
+  // A sliced level's loop holds its lanes' loop directly: the lanes define its coordinate.
+  void CheckSlicedLevels() {
+    const auto& levels = nest_->storage.levels;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      if (levels[l].kind != LevelKind::kSliced) continue;
+      const std::string name = nest_->level_vars[l].name;
+      const bool lanes = l + 1 < levels.size() && levels[l + 1].kind == LevelKind::kDense &&
+                         levels[l + 1].part == SplitPart::kInner &&
+                         levels[l + 1].mode != levels[l].mode;
+      if (!lanes)
+        Fail("sliced level " + name + " must be followed in the format by a U level over the " +
+             "inner part of another split index (its lanes), such as i0");
+      if (e_.sparse_output_prefix > 0)
+        Fail("sliced level " + name + ": a sliced format cannot hold a sparse output");
+    }
+    std::function<void(NestNode*)> visit = [&](NestNode* n) {
+      if (n->kind == NestNode::Kind::kLoop && n->loop_kind == LoopKind::kLevelS) {
+        const std::string lanes = nest_->level_vars[n->level + 1].name;
+        NestNode* child = n->children[0].get();
+        if (child->kind != NestNode::Kind::kLoop || child->level != n->level + 1)
+          Fail("loop " + n->var.name + " over a sliced level must directly enclose the loop " +
+               lanes + " over its lanes");
+        child->sliced_level = n->level;
+      }
+      for (auto& c : n->children) visit(c.get());
+    };
+    visit(nest_->root.get());
   }
 
   void CheckSparseOutput() {
@@ -501,6 +533,9 @@ class Lowerer {
     int marked = 0;
     std::function<void(NestNode*, bool)> visit = [&](NestNode* n, bool inside) {
       if (n->kind == NestNode::Kind::kLoop && n->var.name == s_.parallel && !inside) {
+        // Slots of one slice update the same lanes' outputs.
+        if (n->loop_kind == LoopKind::kLevelS)
+          Fail("loop " + n->var.name + " over a sliced level cannot be parallel");
         n->parallel = true;
         n->balanced = s_.partition == Partition::kBalanced;
         inside = true;
@@ -565,7 +600,9 @@ class Lowerer {
     int best_prefix = 0;
     std::vector<std::string> enclosing;
     for (NestNode* l : site.update_loops) {
-      if (!Contains(out, l->var.index) || l->loop_kind == LoopKind::kLevelC) break;
+      if (!Contains(out, l->var.index) || l->loop_kind == LoopKind::kLevelC ||
+          l->loop_kind == LoopKind::kLevelS)
+        break;
       enclosing.push_back(l->var.name);
       int prefix = 0;
       while (prefix < static_cast<int>(out.size())) {
@@ -602,7 +639,7 @@ class Lowerer {
         const bool trailing_dense = l->level < 0 && !e_.IsSparseIndex(l->var.index);
         if (!prefix_level && !trailing_dense) return false;
         if (prefix_level && nest_->splits.at(l->var.index) > 1) return false;
-      } else if (l->loop_kind == LoopKind::kLevelC) {
+      } else if (l->loop_kind == LoopKind::kLevelC || l->loop_kind == LoopKind::kLevelS) {
         return false;  // compressed levels skip empty fibers
       }
     }
@@ -644,7 +681,8 @@ class Lowerer {
   // loop and the loops that fix the rest of the output element, updates the same j0 slice on
   // every reduction iteration. The outermost of those reduction loops keeps the slice in
   // registers instead (codegen), when every factor that varies with j0 is a dense row-major
-  // operand whose last index is j (contiguous loads).
+  // operand whose last index is j (contiguous loads), or as an array updated by a SIMD loop
+  // otherwise (the lanes of a sliced level gather their operands).
   void MarkRegisterTiles() {
     if (e_.sparse_output_prefix > 0) return;
     for (const auto& site : sites_) {
@@ -652,15 +690,16 @@ class Lowerer {
       if (c->accumulator >= 0 || c->atomic || c->lhs.tensor != 0 || site.loops.empty()) continue;
       NestNode* inner = site.loops.back();
       const std::string& j = inner->var.index;
-      if (inner->loop_kind != LoopKind::kDense || inner->var.part != SplitPart::kInner ||
-          !inner->simd || c->lhs.indices.empty() || c->lhs.indices.back() != j)
+      const bool lanes = inner->loop_kind == LoopKind::kLevelU && inner->sliced_level >= 0;
+      if ((inner->loop_kind != LoopKind::kDense && !lanes) ||
+          inner->var.part != SplitPart::kInner || !inner->simd || c->lhs.indices.empty() ||
+          c->lhs.indices.back() != j)
         continue;
-      bool contiguous = true;
+      bool contiguous = !lanes;
       for (const auto& f : c->factors) {
         if (!Contains(f.indices, j)) continue;
         contiguous &= f.tensor > 0 && f.tensor != e_.sparse && f.indices.back() == j;
       }
-      if (!contiguous) continue;
       NestNode* reduction = nullptr;
       for (int k = static_cast<int>(site.loops.size()) - 2; k >= 0; --k) {
         NestNode* l = site.loops[k];
@@ -676,6 +715,7 @@ class Lowerer {
       }
       if (parallel_inside) continue;
       reduction->tile_loop = inner;
+      reduction->tile_gathers = !contiguous;
     }
   }
 
@@ -716,6 +756,7 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
     case NestNode::Kind::kLoop: {
       const char* kind = n.loop_kind == LoopKind::kDense    ? "dense"
                          : n.loop_kind == LoopKind::kLevelU ? "U"
+                         : n.loop_kind == LoopKind::kLevelS ? "S"
                                                             : "C";
       out += pad + "for " + n.var.name + " [" + kind +
              (n.level >= 0 ? " level " + std::to_string(n.level) : "") +

@@ -112,7 +112,8 @@ void NodeFromJson(const nlohmann::json& j, ScheduleNode& node, const std::string
 LevelKind ParseLevelKind(const std::string& text, const std::string& what) {
   if (text == "U" || text == "u") return LevelKind::kDense;
   if (text == "C" || text == "c") return LevelKind::kCompressed;
-  throw InputError(what + ": level format \"" + text + "\" is neither U nor C");
+  if (text == "S" || text == "s") return LevelKind::kSliced;
+  throw InputError(what + ": level format \"" + text + "\" is not U, C or S");
 }
 
 }  // namespace
@@ -166,7 +167,7 @@ nlohmann::json Schedule::ToJson() const {
   j["tree"] = NodeToJson(root);
   j["format"] = nlohmann::json::array();
   for (const auto& [var, kind] : format) {
-    j["format"].push_back(var + (kind == LevelKind::kDense ? ":U" : ":C"));
+    j["format"].push_back(var + ":" + LevelKindLetter(kind));
   }
   if (parallel.empty()) {
     j["parallel"] = nullptr;
@@ -302,8 +303,7 @@ std::string Schedule::Summary() const {
   };
   walk(root);
   out += " |";
-  for (const auto& [var, kind] : format)
-    out += " " + var + (kind == LevelKind::kDense ? ":U" : ":C");
+  for (const auto& [var, kind] : format) out += " " + var + ":" + LevelKindLetter(kind);
   for (const auto& [index, size] : splits) out += " " + index + "/" + std::to_string(size);
   out += parallel.empty() ? " | serial"
          : partition == Partition::kBalanced

@@ -57,11 +57,41 @@ Schedule SampleGenericSchedule(const Expression& e, const std::map<std::string, 
       s.format.emplace_back(v.name, (rng() % 2) ? LevelKind::kDense : LevelKind::kCompressed);
     }
   }
+  std::vector<std::string> sliced;
+  // A sparse loop directly above the inner part of another sparse index may be sliced (its
+  // lanes): never for a sparse output, which a sliced format cannot hold.
+  if (e.sparse_output_prefix == 0) {
+    for (size_t k = 0; k + 1 < vars.size(); ++k) {
+      const LoopVar& v = vars[k];
+      const LoopVar& lanes = vars[k + 1];
+      if (e.IsSparseIndex(v.index) && e.IsSparseIndex(lanes.index) && lanes.index != v.index &&
+          lanes.part == SplitPart::kInner && rng() % 3 == 0) {
+        sliced.push_back(v.name);
+        ++k;
+      }
+    }
+  }
+  std::vector<std::string> parallel_candidates;  // a sliced level's loop cannot be parallel
+  for (const auto& loop : s.root.loops) {
+    if (std::find(sliced.begin(), sliced.end(), loop) == sliced.end())
+      parallel_candidates.push_back(loop);
+  }
   if (!(options.allow_serial && rng() % 8 == 0)) {
-    s.parallel = s.root.loops[rng() % s.root.loops.size()];
+    s.parallel = parallel_candidates[rng() % parallel_candidates.size()];
     s.chunk = int64_t(1) << Uniform(rng, 0, 8);
     s.threads = static_cast<int>(Uniform(rng, 0, options.max_threads));
     s.partition = rng() % 2 ? Partition::kBalanced : Partition::kDynamic;
+  }
+  // Slice only where the lanes can define the sliced index: not when a reduction needs it
+  // after the lanes' loop (lowering says so).
+  for (const auto& name : sliced) {
+    Schedule trial = s;
+    for (size_t l = 0; l < trial.format.size(); ++l) {
+      if (trial.format[l].first != name) continue;
+      trial.format[l].second = LevelKind::kSliced;
+      trial.format[l + 1].second = LevelKind::kDense;
+    }
+    if (Lower(e, trial).nest) s = trial;
   }
   // Any count of partial sums, not only powers of two, so remainders are exercised.
   static const int kUnrolls[] = {1, 2, 3, 4, 8};

@@ -34,8 +34,15 @@ int Log2(int64_t v) {
 }
 
 const char* KindText(LevelKind kind) {
-  return kind == LevelKind::kDense ? "U" : "C";
+  return LevelKindLetter(kind);
 }
+
+// Format ids of the encoding: C = 0, U = 1 (the artifact's convention), S = 2.
+int FormatId(LevelKind kind) {
+  return kind == LevelKind::kCompressed ? 0 : kind == LevelKind::kDense ? 1 : 2;
+}
+
+constexpr int kMaxLog2Lanes = 5;  // sliced SpMV: 2 to 32 rows per slice
 
 std::string JoinNames(const std::vector<std::string>& items) {
   std::string out;
@@ -53,6 +60,9 @@ struct WacoTemplate::Spec {
   std::string dense_after;  // inner_dense's x1 comes after this index's x1 ("": none)
   bool exclude_all_u = false;
   double subspace_fraction = 0;
+  // Share of samples from the sliced family (SELL-C): rows in slices of i0 lanes, A stored
+  // i1:U k:S i0:U, loop order i1 k i0 (spmv only).
+  double sliced_fraction = 0;
   std::vector<std::vector<std::string>> subspace_orders;
   std::map<std::string, LevelKind> subspace_formats;  // fixed formats; the others are drawn
 };
@@ -81,7 +91,7 @@ std::vector<float> ScheduleEncoding::Flat(int num_splits) const {
 }
 
 int WacoTemplate::Version() {
-  return 2;  // 2: threads, partition, unroll and coordinate width
+  return 3;  // 2: threads, partition, unroll, coordinate width; 3: sliced SpMV
 }
 
 const std::vector<std::string>& WacoTemplate::Kernels() {
@@ -95,6 +105,7 @@ std::unique_ptr<WacoTemplate> WacoTemplate::ForKernel(const std::string& kernel)
   const LevelKind U = LevelKind::kDense, C = LevelKind::kCompressed;
   if (kernel == "spmv") {
     spec.parallel_candidates = {"i1"};
+    spec.sliced_fraction = 0.25;
   } else if (kernel == "spmm") {
     spec.parallel_candidates = {"i1"};
     spec.inner_dense = "j";
@@ -283,6 +294,44 @@ SuperSchedule WacoTemplate::SampleFull(const std::map<std::string, int64_t>& siz
   return s;
 }
 
+SuperSchedule WacoTemplate::SampleSliced(const std::map<std::string, int64_t>& sizes,
+                                         std::mt19937_64& rng, int threads) const {
+  SuperSchedule s;
+  const std::string& rows = indices_[0];
+  const std::string& cols = indices_[1];
+  const int top = std::min(MaxLog2Split(rows, sizes), kMaxLog2Lanes);
+  s.splits[rows] = int64_t(1) << UniformInt(rng, 1, top);
+  s.splits[cols] = 1;
+  s.order = {rows + "1", cols + "1", cols + "0", rows + "0"};
+  s.formats.assign(level_variables_.size(), LevelKind::kDense);
+  s.formats[VarId(cols + "1")] = LevelKind::kSliced;
+  s.parallel = ParallelFor(s.order);
+  s.chunk = int64_t(1) << UniformInt(rng, 0, max_log2_chunk_);
+  SampleCodeChoices(s, rng, threads);
+  return s;
+}
+
+std::string WacoTemplate::CheckSliced(const SuperSchedule& s,
+                                      const std::map<std::string, int64_t>& sizes) const {
+  if (spec_->sliced_fraction == 0) return "the template has no sliced formats";
+  const std::string& rows = indices_[0];
+  const std::string& cols = indices_[1];
+  const int lanes = Log2(s.splits.at(rows));
+  if (lanes < 1 || lanes > std::min(MaxLog2Split(rows, sizes), kMaxLog2Lanes))
+    return "a sliced format needs 2 to 32 lanes";
+  if (s.splits.at(cols) != 1) return "a sliced format keeps " + cols + " whole";
+  if (s.order != std::vector<std::string>{rows + "1", cols + "1", cols + "0", rows + "0"})
+    return "a sliced format needs the loop order " + rows + "1 " + cols + " " + rows + "0";
+  for (size_t v = 0; v < level_variables_.size(); ++v) {
+    const bool s_level = level_variables_[v] == cols + "1";
+    if ((s.formats[v] == LevelKind::kSliced) != s_level ||
+        (!s_level && s.formats[v] != LevelKind::kDense))
+      return "a sliced format is " + rows + "1:U " + cols + ":S " + rows + "0:U";
+  }
+  if (Log2(s.chunk) > max_log2_chunk_) return "chunk out of range";
+  return "";
+}
+
 SuperSchedule WacoTemplate::SampleSubspace(const std::map<std::string, int64_t>& sizes,
                                            std::mt19937_64& rng, int threads) const {
   SuperSchedule s;
@@ -319,10 +368,13 @@ SuperSchedule WacoTemplate::Sample(const std::map<std::string, int64_t>& sizes,
   std::string last_error;
   for (int attempt = 0; attempt < 1000; ++attempt) {
     // The branch draw comes first so that a seed picks the same branch on every machine.
-    const bool subspace = options.subspaces && spec_->subspace_fraction > 0 &&
-                          double(rng() % 1000000) < spec_->subspace_fraction * 1e6;
-    SuperSchedule s =
-        subspace ? SampleSubspace(sizes, rng, threads) : SampleFull(sizes, rng, threads);
+    const double branch = double(rng() % 1000000) / 1e6;
+    const bool subspace = options.subspaces && branch < spec_->subspace_fraction;
+    const bool sliced = !subspace && branch < spec_->subspace_fraction + spec_->sliced_fraction &&
+                        MaxLog2Split(indices_[0], sizes) >= 1;
+    SuperSchedule s = subspace ? SampleSubspace(sizes, rng, threads)
+                      : sliced ? SampleSliced(sizes, rng, threads)
+                               : SampleFull(sizes, rng, threads);
     LowerOutcome lowered = Lower(expression_, ToSchedule(s));
     if (lowered.nest) return s;
     last_error = lowered.error;
@@ -506,6 +558,8 @@ std::string WacoTemplate::CheckMember(const SuperSchedule& s,
   if (spec_->exclude_all_u && std::all_of(s.formats.begin(), s.formats.end(),
                                           [](LevelKind k) { return k == LevelKind::kDense; }))
     return "every level of A is U";
+  if (std::find(s.formats.begin(), s.formats.end(), LevelKind::kSliced) != s.formats.end())
+    return CheckSliced(s, sizes);
   const std::string full = CheckFull(s, sizes);
   if (full.empty()) return "";
   if (CheckSubspace(s, sizes).empty()) return "";
@@ -520,7 +574,7 @@ EncodingLayout WacoTemplate::Layout() const {
   }
   for (const auto& var : level_variables_) {
     layout.names.push_back("format_" + var);
-    layout.cardinalities.push_back(2);
+    layout.cardinalities.push_back(3);  // C, U, S
   }
   layout.names.push_back("parallel");
   layout.cardinalities.push_back(static_cast<int>(variables_.size()));
@@ -541,7 +595,7 @@ EncodingLayout WacoTemplate::Layout() const {
 ScheduleEncoding WacoTemplate::Encode(const SuperSchedule& s) const {
   ScheduleEncoding e;
   for (const auto& index : indices_) e.categorical.push_back(Log2(s.splits.at(index)));
-  for (LevelKind kind : s.formats) e.categorical.push_back(kind == LevelKind::kDense ? 1 : 0);
+  for (LevelKind kind : s.formats) e.categorical.push_back(FormatId(kind));
   e.categorical.push_back(VarId(s.parallel));
   e.categorical.push_back(Log2(s.chunk));
   e.categorical.push_back(s.threads == 1 ? 0 : 1);

@@ -58,10 +58,12 @@
 //                (normal form: 1 when the loop nest has no such reduction); uniform;
 //   narrow       coordinates in the fewest bytes (CoordinateEncoding): always on in samples;
 //                off only for schedules taken from outside the space (FixedCSR).
+// SpMV also draws a quarter of its samples from the sliced family (SELL-C, LevelKind::kSliced):
+// i split by 2 to 32 lanes, k whole, order i1 k i0, A stored i1:U k:S i0:U.
 //
 // Encoding for the model (fixed size per kernel, as WACO's embedder): categorical ids
 //   log2 split of each index (17 values for A's modes, 8 for dense ones),
-//   each of A's level formats (C = 0, U = 1, the artifact's convention),
+//   each of A's level formats (C = 0, U = 1, the artifact's convention; S = 2),
 //   the parallel variable's id, log2 chunk (9 values, 6 for sddmm),
 //   threads (0: one, 1: all), partition (0: dynamic, 1: balanced), log2 unroll (4 values),
 //   coordinates (0: 32-bit, 1: narrow);
@@ -194,6 +196,11 @@ class WacoTemplate {
   std::string ParallelFor(const std::vector<std::string>& order) const;
   SuperSchedule SampleFull(const std::map<std::string, int64_t>& sizes, std::mt19937_64& rng,
                            int threads) const;
+  // A point of the sliced family (SELL-C SpMV).
+  SuperSchedule SampleSliced(const std::map<std::string, int64_t>& sizes, std::mt19937_64& rng,
+                             int threads) const;
+  std::string CheckSliced(const SuperSchedule& s,
+                          const std::map<std::string, int64_t>& sizes) const;
   // Draws threads, partition and partial sums; narrow coordinates.
   void SampleCodeChoices(SuperSchedule& s, std::mt19937_64& rng, int threads) const;
   // Whether the point's loop nest has a reduction over a compressed loop (unroll matters).

@@ -2,6 +2,18 @@
 
 namespace sparsetune {
 
+const char* LevelKindLetter(LevelKind kind) {
+  switch (kind) {
+    case LevelKind::kDense:
+      return "U";
+    case LevelKind::kCompressed:
+      return "C";
+    case LevelKind::kSliced:
+      return "S";
+  }
+  return "?";
+}
+
 std::string CoordinateEncoding::Describe() const {
   const std::string type = bits == 32 ? "i32" : "u" + std::to_string(bits);
   return relative ? type + "+base" : type;
@@ -51,6 +63,16 @@ std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
              std::to_string(order) + " tensor";
     (l.part == SplitPart::kWhole ? whole : l.part == SplitPart::kOuter ? outer : inner)[l.mode]++;
   }
+  for (size_t l = 0; l < levels.size(); ++l) {
+    if (levels[l].kind != LevelKind::kSliced) continue;
+    const bool lanes = l + 1 < levels.size() && levels[l + 1].kind == LevelKind::kDense &&
+                       levels[l + 1].part == SplitPart::kInner &&
+                       levels[l + 1].mode != levels[l].mode;
+    if (!lanes)
+      return "sliced level " + std::to_string(l) +
+             " must be followed by a U level over the inner part of another, split mode (its "
+             "lanes)";
+  }
   for (int m = 0; m < order; ++m) {
     if (split[m] < 1)
       return "split size " + std::to_string(split[m]) + " of mode " + std::to_string(m) +
@@ -74,7 +96,7 @@ std::string StorageFormat::Describe(const std::vector<std::string>& names) const
     out += l.mode < static_cast<int>(names.size()) ? names[l.mode] : "m" + std::to_string(l.mode);
     if (l.part == SplitPart::kOuter) out += '1';
     if (l.part == SplitPart::kInner) out += '0';
-    out += l.kind == LevelKind::kDense ? ":U" : ":C";
+    out += std::string(":") + LevelKindLetter(l.kind);
   }
   return out;
 }

@@ -6,8 +6,15 @@
 
 namespace sparsetune {
 
-// Level format of one storage level: U (dense range) or C (pos/crd).
-enum class LevelKind : uint8_t { kDense, kCompressed };
+// Level format of one storage level: U (dense range), C (pos/crd), or S (sliced): a compressed
+// level stored across the lanes of the U level right below it, which must range over the
+// inner part of a split mode (a slice of rows, say). Each parent position holds as many slots
+// as the longest of its lanes has entries; slot q of lane c is position q * lanes + c of the
+// lane level, and the S level's coordinate is stored there, per lane. Shorter lanes are padded
+// with zeros (at their last coordinate). This is SELL-C (sliced ELLPACK): one vector
+// instruction serves a whole slice, with no branch per row.
+enum class LevelKind : uint8_t { kDense, kCompressed, kSliced };
+const char* LevelKindLetter(LevelKind kind);  // "U", "C", "S"
 // Which part of a (possibly split) mode a level stores: i -> (i1 = i / s, i0 = i % s).
 enum class SplitPart : uint8_t { kWhole, kOuter, kInner };
 

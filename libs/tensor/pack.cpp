@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 
@@ -45,16 +46,27 @@ const int32_t* LevelCoordinates(const CooTensor& t, const StorageFormat& f, int 
 // Starting from it, stable sorts by levels j, j-1, ..., 0 give the format's order as soon as
 // the levels after j already follow the canonical order among themselves. Returns j + 1, the
 // number of sorting passes needed (0 for CSR, CSF and any format in mode order).
-int SortPassesNeeded(const StorageFormat& f) {
-  auto canonical_rank = [&](const LevelSpec& l) {
-    return 2 * l.mode + (l.part == SplitPart::kInner);
+// The levels in the order entries are sorted by: the level order, except that a sliced level
+// comes after its lanes (entries are grouped by lane, then ranked by coordinate).
+std::vector<int> SortKeyOrder(const StorageFormat& f) {
+  std::vector<int> order(f.levels.size());
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t l = 0; l + 1 < order.size(); ++l) {
+    if (f.levels[l].kind == LevelKind::kSliced) std::swap(order[l], order[l + 1]);
+  }
+  return order;
+}
+
+int SortPassesNeeded(const StorageFormat& f, const std::vector<int>& key_order) {
+  auto canonical_rank = [&](int level) {
+    return 2 * f.levels[level].mode + (f.levels[level].part == SplitPart::kInner);
   };
-  const int levels = static_cast<int>(f.levels.size());
+  const int levels = static_cast<int>(key_order.size());
   int passes = levels;
   for (int j = levels - 1; j >= -1; --j) {
     bool ordered = true;
     for (int l = j + 2; l < levels; ++l)
-      ordered &= canonical_rank(f.levels[l - 1]) < canonical_rank(f.levels[l]);
+      ordered &= canonical_rank(key_order[l - 1]) < canonical_rank(key_order[l]);
     if (!ordered) break;
     passes = j + 1;
   }
@@ -117,16 +129,44 @@ int64_t PackedTensor::bytes() const {
   return total;
 }
 
-CoordinateEncoding ChooseCoordinateEncoding(const BulkVector<int32_t>& pos,
-                                            const BulkVector<int32_t>& crd, int64_t extent) {
-  const int64_t positions = static_cast<int64_t>(crd.size());
-  const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
+namespace {
+
+// Per segment (parent position) of a compressed or sliced level: its smallest coordinate, and
+// the largest span (max - min) over all segments. Segment p holds coordinates
+// [pos[p] * lanes, pos[p + 1] * lanes).
+struct SegmentSpans {
+  BulkVector<int32_t> min;
   int64_t max_span = 0;
-#pragma omp parallel for schedule(static) reduction(max : max_span) num_threads(ThreadsFor(parents))
+};
+
+SegmentSpans ComputeSpans(const BulkVector<int32_t>& pos, const BulkVector<int32_t>& crd,
+                          int64_t lanes) {
+  SegmentSpans out;
+  const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
+  out.min.resize(parents);
+  int64_t max_span = 0;
+#pragma omp parallel for schedule(static) reduction(max         \
+                                                    : max_span) \
+    num_threads(ThreadsFor(static_cast <int64_t>(crd.size())))
   for (int64_t p = 0; p < parents; ++p) {
-    if (pos[p + 1] > pos[p])
-      max_span = std::max<int64_t>(max_span, crd[pos[p + 1] - 1] - crd[pos[p]]);
+    int32_t lo = 0, hi = 0;
+    const int64_t first = pos[p] * lanes, last = pos[p + 1] * lanes;
+    if (first < last) {
+      lo = hi = crd[first];
+      for (int64_t q = first + 1; q < last; ++q) {
+        lo = std::min(lo, crd[q]);
+        hi = std::max(hi, crd[q]);
+      }
+    }
+    out.min[p] = lo;
+    max_span = std::max<int64_t>(max_span, hi - lo);
   }
+  out.max_span = max_span;
+  return out;
+}
+
+CoordinateEncoding ChooseEncoding(int64_t positions, int64_t parents, int64_t extent,
+                                  int64_t max_span) {
   CoordinateEncoding best;  // 32-bit absolute
   int64_t best_bytes = 4 * positions;
   auto consider = [&](int bits, bool relative) {
@@ -144,19 +184,14 @@ CoordinateEncoding ChooseCoordinateEncoding(const BulkVector<int32_t>& pos,
   return best;
 }
 
-namespace {
-
-// Stores a compressed level's coordinates as `encoding` says.
-void EncodeCoordinates(PackedLevel& level, const BulkVector<int32_t>& crd) {
+// Stores a level's coordinates (crd, one per position of the level, or of its lanes for a
+// sliced level) as `level.encoding` says.
+void EncodeCoordinates(PackedLevel& level, const BulkVector<int32_t>& crd,
+                       const SegmentSpans& spans, int64_t lanes) {
   const int64_t positions = static_cast<int64_t>(crd.size());
   const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
   const CoordinateEncoding e = level.encoding;
-  if (e.relative) {
-    level.base.resize(parents);
-#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parents))
-    for (int64_t p = 0; p < parents; ++p)
-      level.base[p] = level.pos[p + 1] > level.pos[p] ? crd[level.pos[p]] : 0;
-  }
+  if (e.relative) level.base = spans.min;
   level.crd_bytes.resize(positions * e.bits / 8);
   auto store = [&](auto* out) {
     using T = std::remove_pointer_t<decltype(out)>;
@@ -165,9 +200,9 @@ void EncodeCoordinates(PackedLevel& level, const BulkVector<int32_t>& crd) {
       for (int64_t q = 0; q < positions; ++q) out[q] = static_cast<T>(crd[q]);
       return;
     }
-#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parents))
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(positions))
     for (int64_t p = 0; p < parents; ++p) {
-      for (int64_t q = level.pos[p]; q < level.pos[p + 1]; ++q)
+      for (int64_t q = level.pos[p] * lanes; q < level.pos[p + 1] * lanes; ++q)
         out[q] = static_cast<T>(crd[q] - level.base[p]);
     }
   };
@@ -176,7 +211,26 @@ void EncodeCoordinates(PackedLevel& level, const BulkVector<int32_t>& crd) {
   if (e.bits == 32) store(reinterpret_cast<int32_t*>(level.crd_bytes.data()));
 }
 
+void StoreCoordinates(PackedLevel& level, const BulkVector<int32_t>& crd, int64_t lanes,
+                      bool narrow) {
+  SegmentSpans spans;
+  if (narrow) {
+    spans = ComputeSpans(level.pos, crd, lanes);
+    level.encoding =
+        ChooseEncoding(static_cast<int64_t>(crd.size()), static_cast<int64_t>(level.pos.size()) - 1,
+                       level.extent, spans.max_span);
+  }
+  EncodeCoordinates(level, crd, spans, lanes);
+}
+
 }  // namespace
+
+CoordinateEncoding ChooseCoordinateEncoding(const BulkVector<int32_t>& pos,
+                                            const BulkVector<int32_t>& crd, int64_t extent) {
+  const SegmentSpans spans = ComputeSpans(pos, crd, 1);
+  return ChooseEncoding(static_cast<int64_t>(crd.size()), static_cast<int64_t>(pos.size()) - 1,
+                        extent, spans.max_span);
+}
 
 PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
                  const PackOptions& options) {
@@ -212,17 +266,19 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
   }
 
   // perm[r]: the entry at sorted rank r (identity when no pass is needed).
-  const int passes = SortPassesNeeded(f);
+  const std::vector<int> key_order = SortKeyOrder(f);
+  const int passes = SortPassesNeeded(f, key_order);
   BulkVector<int32_t> perm;
   if (passes > 0) {
     perm.resize(n);
 #pragma omp parallel for schedule(static) num_threads(ThreadsFor(n))
     for (int64_t r = 0; r < n; ++r) perm[r] = static_cast<int32_t>(r);
     BulkVector<int32_t> scratch;
-    for (int l = passes - 1; l >= 0; --l) StableSortByKey(perm, coords[l], extents[l], scratch);
+    for (int k = passes - 1; k >= 0; --k)
+      StableSortByKey(perm, coords[key_order[k]], extents[key_order[k]], scratch);
   }
   const int32_t* order = perm.empty() ? nullptr : perm.data();
-  auto entry = [order](int64_t r) -> int64_t { return order ? order[r] : r; };
+  auto entry = [&order](int64_t r) -> int64_t { return order ? order[r] : r; };
 
   // position[r]: the position of the r-th sorted entry at the current level.
   const int threads = ThreadsFor(n);
@@ -251,6 +307,87 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
 #pragma omp parallel for schedule(static) num_threads(threads)
       for (int64_t r = 0; r < n; ++r)
         position[r] = static_cast<int32_t>(position[r] * extent + c[entry(r)]);
+    } else if (level.kind == LevelKind::kSliced) {
+      // The sliced level and its lanes together. Entries are sorted by parent, lane, then
+      // coordinate: an entry's slot is the rank of its coordinate within its (parent, lane) run.
+      const int64_t lanes = extents[l + 1];
+      const int32_t* lane = coords[l + 1];
+      BulkVector<int32_t> rank(n);
+      BulkVector<int32_t> slots(parent_positions + 1);
+      std::fill(slots.begin(), slots.end(), 0);
+      for (int64_t r = 0; r < n; ++r) {
+        const bool continues =
+            r > 0 && position[r] == position[r - 1] && lane[entry(r)] == lane[entry(r - 1)];
+        // Entries that differ only below the lanes share their slot.
+        rank[r] = !continues ? 0 : rank[r - 1] + (c[entry(r)] != c[entry(r - 1)]);
+        int32_t& longest = slots[position[r] + 1];
+        longest = std::max(longest, rank[r] + 1);
+      }
+      level.pos.resize(parent_positions + 1);
+      level.pos[0] = 0;
+      for (int64_t p = 0; p < parent_positions; ++p) level.pos[p + 1] = level.pos[p] + slots[p + 1];
+      level.positions = level.pos[parent_positions];
+      PackedLevel lane_level;
+      lane_level.kind = LevelKind::kDense;
+      lane_level.extent = lanes;
+      const double lane_positions = double(level.positions) * double(lanes);
+      if (lane_positions > cap || lane_positions > double(kMaxPositions)) {
+        outcome.refusal = "sliced level " + std::to_string(l) + " would pad to " +
+                          std::to_string(int64_t(lane_positions)) +
+                          " positions, over the padding cap of " +
+                          std::to_string(int64_t(std::min(cap, double(kMaxPositions))));
+        return outcome;
+      }
+      lane_level.positions = level.positions * lanes;
+      // Coordinates per lane position; padding repeats the lane's last coordinate (or, for an
+      // empty lane, the smallest of the slice), so it stays inside the slice's span.
+      BulkVector<int32_t> crd(lane_level.positions);
+      std::fill(crd.begin(), crd.end(), -1);
+      BulkVector<int32_t> smallest(parent_positions);
+      std::fill(smallest.begin(), smallest.end(), std::numeric_limits<int32_t>::max());
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t parent = position[r];
+        const int64_t leaf = (level.pos[parent] + rank[r]) * lanes + lane[entry(r)];
+        crd[leaf] = c[entry(r)];
+        smallest[parent] = std::min(smallest[parent], c[entry(r)]);
+        next[r] = static_cast<int32_t>(leaf);
+      }
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions))
+      for (int64_t p = 0; p < parent_positions; ++p) {
+        for (int64_t c_lane = 0; c_lane < lanes; ++c_lane) {
+          int32_t last = smallest[p] == std::numeric_limits<int32_t>::max() ? 0 : smallest[p];
+          for (int64_t q = level.pos[p]; q < level.pos[p + 1]; ++q) {
+            int32_t& slot = crd[q * lanes + c_lane];
+            if (slot < 0) {
+              slot = last;
+            } else {
+              last = slot;
+            }
+          }
+        }
+      }
+      position.swap(next);
+      if (l + 2 < num_levels) {
+        // Levels below the lanes are built in position order: sort the entries by lane
+        // position (stable, so entries sharing one keep their order below it).
+        BulkVector<int32_t> by_leaf(n), scratch;
+        for (int64_t r = 0; r < n; ++r) by_leaf[r] = static_cast<int32_t>(r);
+        StableSortByKey(by_leaf, position.data(), lane_level.positions, scratch);
+        BulkVector<int32_t> reordered(n);
+        for (int64_t r = 0; r < n; ++r) {
+          reordered[r] = static_cast<int32_t>(entry(by_leaf[r]));
+          next[r] = position[by_leaf[r]];
+        }
+        perm.swap(reordered);
+        order = perm.data();
+        position.swap(next);
+      }
+      StoreCoordinates(level, crd, lanes, options.narrow_coordinates);
+      packed->levels.push_back(std::move(level));
+      packed->levels.push_back(std::move(lane_level));
+      parent_positions = packed->levels.back().positions;
+      ++l;
+      continue;
     } else {
       // An entry starts a new position when its parent or its coordinate differs from the
       // previous entry's. Each thread counts the starts in its slice, then numbers them.
@@ -293,10 +430,7 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
         level.pos[p] = static_cast<int32_t>(total);
       position.swap(next);
       level.positions = total;
-      level.encoding = options.narrow_coordinates
-                           ? ChooseCoordinateEncoding(level.pos, crd, level.extent)
-                           : CoordinateEncoding{};
-      EncodeCoordinates(level, crd);
+      StoreCoordinates(level, crd, 1, options.narrow_coordinates);
     }
     parent_positions = level.positions;
     packed->levels.push_back(std::move(level));
@@ -350,6 +484,32 @@ void VisitLevel(const PackedTensor& p, int level, int depth, int64_t parent,
     VisitLevel(p, level + 1, depth, position, modes, visit);
     modes[spec.mode] = saved;
   };
+  if (l.kind == LevelKind::kSliced) {
+    // Each slot holds one coordinate per lane of the next level.
+    const PackedLevel& lanes = p.levels[level + 1];
+    const LevelSpec& lane_spec = p.format.levels[level + 1];
+    const int64_t lane_split = p.format.split[lane_spec.mode];
+    if (depth == level + 1) {
+      for (int64_t q = l.pos[parent]; q < l.pos[parent + 1]; ++q)
+        VisitLevel(p, depth, depth, q, modes, visit);
+      return;
+    }
+    const int64_t saved_mode = modes[spec.mode], saved_lane = modes[lane_spec.mode];
+    for (int64_t q = l.pos[parent]; q < l.pos[parent + 1]; ++q) {
+      for (int64_t c = 0; c < lanes.extent; ++c) {
+        const int64_t leaf = q * lanes.extent + c;
+        const int64_t coord = l.Coordinate(parent, leaf);
+        if (spec.part == SplitPart::kWhole) modes[spec.mode] = coord;
+        if (spec.part == SplitPart::kOuter) modes[spec.mode] = saved_mode % s + coord * s;
+        if (spec.part == SplitPart::kInner) modes[spec.mode] = (saved_mode / s) * s + coord;
+        modes[lane_spec.mode] = (saved_lane / lane_split) * lane_split + c;
+        VisitLevel(p, level + 2, depth, leaf, modes, visit);
+      }
+    }
+    modes[spec.mode] = saved_mode;
+    modes[lane_spec.mode] = saved_lane;
+    return;
+  }
   if (l.kind == LevelKind::kDense) {
     for (int64_t c = 0; c < l.extent; ++c) descend(c, parent * l.extent + c);
   } else {

@@ -127,6 +127,10 @@ TEST(WacoTemplate, EncodingSizesMatchTheArtifact) {
     auto t = WacoTemplate::ForKernel(x.kernel);
     const EncodingLayout layout = t->Layout();
     std::vector<int> cardinalities = x.cardinalities;
+    // Level formats take a third value beyond the artifact's U and C: S (sliced).
+    for (size_t k = 0; k < cardinalities.size(); ++k) {
+      if (t->Layout().names[k].rfind("format_", 0) == 0) cardinalities[k] = 3;
+    }
     cardinalities.insert(cardinalities.end(), code_choices.begin(), code_choices.end());
     EXPECT_EQ(layout.cardinalities, cardinalities) << x.kernel;
     EXPECT_EQ(layout.order_size, x.n) << x.kernel;
@@ -200,6 +204,20 @@ TEST(WacoTemplate, KernelRules) {
     balanced += s.partition == Partition::kBalanced;
   }
   EXPECT_EQ(unrolls, (std::set<int>{1, 2, 4, 8}));
+  // A quarter of SpMV's samples are sliced (SELL-C), each a member of the template.
+  int sliced = 0;
+  for (int n = 0; n < 400; ++n) {
+    const SuperSchedule s = spmv->Sample(spmv_sizes, rng);
+    if (std::find(s.formats.begin(), s.formats.end(), LevelKind::kSliced) == s.formats.end())
+      continue;
+    ++sliced;
+    EXPECT_EQ(spmv->CheckMember(s, spmv_sizes), "");
+    EXPECT_EQ(s.order, (std::vector<std::string>{"i1", "k1", "k0", "i0"}));
+    EXPECT_GE(s.splits.at("i"), 2);
+    EXPECT_LE(s.splits.at("i"), 32);
+  }
+  EXPECT_GT(sliced, 60);
+  EXPECT_LT(sliced, 140);
   EXPECT_GT(single_thread, 50);
   EXPECT_LT(single_thread, 150);
   EXPECT_GT(balanced, 150);

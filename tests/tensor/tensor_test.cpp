@@ -77,11 +77,11 @@ struct FormatCase {
   StorageFormat format;
 };
 
-// Every U/C combination, level order and split of small random tensors packs and unpacks
+// Every U/C/S combination, level order and split of small random tensors packs and unpacks
 // back to the same entries (padding zeros aside).
 TEST(Pack, RoundTripOverRandomFormats) {
   std::mt19937_64 rng(42);
-  int packed_count = 0;
+  int packed_count = 0, sliced_count = 0;
   for (int trial = 0; trial < 400; ++trial) {
     const int order = 2 + int(rng() % 2);
     std::vector<int64_t> dims;
@@ -101,6 +101,16 @@ TEST(Pack, RoundTripOverRandomFormats) {
     }
     std::shuffle(levels.begin(), levels.end(), rng);
     for (auto& l : levels) l.kind = (rng() % 2) ? LevelKind::kDense : LevelKind::kCompressed;
+    // A level right above a U level over the inner part of another mode may be sliced.
+    for (size_t l = 0; l + 1 < levels.size(); ++l) {
+      const LevelSpec& next = levels[l + 1];
+      if (next.kind == LevelKind::kDense && next.part == SplitPart::kInner &&
+          next.mode != levels[l].mode && rng() % 2 == 0) {
+        levels[l].kind = LevelKind::kSliced;
+        ++sliced_count;
+        ++l;  // its lanes stay U
+      }
+    }
     f.levels = levels;
     PackOptions options;
     options.padding_cap = 1e9;
@@ -131,6 +141,7 @@ TEST(Pack, RoundTripOverRandomFormats) {
     }
   }
   EXPECT_EQ(packed_count, 400);
+  EXPECT_GT(sliced_count, 40);
 }
 
 TEST(Pack, CsrArrays) {
