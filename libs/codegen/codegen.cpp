@@ -61,6 +61,9 @@ class Emitter {
       if (!nest_.temps[t].scalar() && !nest_.temps[t].per_thread)
         Line("free(tmp" + std::to_string(t) + ");");
     }
+    for (size_t t = 1; t < e_.tensors.size(); ++t) {
+      if (IsTransposed(static_cast<int>(t))) Line("free(T" + std::to_string(t) + "_copy);");
+    }
     Line("return 0;");
     --depth_;
     Line("}");
@@ -138,8 +141,13 @@ class Emitter {
          e_.sparse_input().name);
     for (size_t t = 1; t < e_.tensors.size(); ++t) {
       if (static_cast<int>(t) == e_.sparse) continue;
-      Line("const value_t* __restrict T" + std::to_string(t) + " = (const value_t*)args->inputs[" +
-           std::to_string(t) + "];  // " + e_.tensors[t].name);
+      const std::string T = std::to_string(t);
+      if (IsTransposed(static_cast<int>(t))) {
+        EmitTransposedCopy(static_cast<int>(t));
+        continue;
+      }
+      Line("const value_t* __restrict T" + T + " = (const value_t*)args->inputs[" + T + "];  // " +
+           e_.tensors[t].name);
     }
     Line("value_t* __restrict T0 = (value_t*)args->output;  // " + e_.tensors[0].name);
     if (nest_.zero_output) {
@@ -203,7 +211,36 @@ class Emitter {
       if (trailing.empty()) return "T0[" + pos + "]";
       return "T0[" + pos + " * (" + Product(trailing) + ") + " + Horner(trailing) + "]";
     }
-    return "T" + std::to_string(a.tensor) + "[" + Horner(a.indices) + "]";
+    return "T" + std::to_string(a.tensor) + "[" + Horner(nest_.StorageIndices(a.tensor)) + "]";
+  }
+
+  bool IsTransposed(int tensor) const {
+    return tensor < static_cast<int>(nest_.transposed.size()) && nest_.transposed[tensor];
+  }
+
+  // A transposed copy of a dense input of order 2, made in cache-sized blocks.
+  void EmitTransposedCopy(int t) {
+    const std::string T = std::to_string(t);
+    const auto& indices = e_.tensors[t].indices;
+    const std::string rows = D(indices[0]), cols = D(indices[1]);
+    Line("value_t* __restrict T" + T + "_copy = (value_t*)malloc(sizeof(value_t) * " + rows +
+         " * " + cols + ");  // " + e_.tensors[t].name + ", transposed");
+    Line("{");
+    ++depth_;
+    Line("const value_t* __restrict src = (const value_t*)args->inputs[" + T + "];");
+    Line("#pragma omp parallel for schedule(static) num_threads(nthreads)");
+    Line("for (int64_t rb = 0; rb < " + rows + "; rb += 32) {");
+    Line("  for (int64_t cb = 0; cb < " + cols + "; cb += 32) {");
+    Line("    const int64_t re = st_min(rb + 32, " + rows + "), ce = st_min(cb + 32, " + cols +
+         ");");
+    Line("    for (int64_t r = rb; r < re; ++r)");
+    Line("      for (int64_t c = cb; c < ce; ++c) T" + T + "_copy[c * " + rows +
+         " + r] = src[r * " + cols + " + c];");
+    Line("  }");
+    Line("}");
+    --depth_;
+    Line("}");
+    Line("const value_t* __restrict T" + T + " = T" + T + "_copy;");
   }
 
   // Loop bounds of a range loop over `v`: [0, bound).

@@ -96,7 +96,11 @@ struct LoopNest {
   std::vector<LoopVar> level_vars;        // per storage level
   std::vector<Temporary> temps;
   int num_accumulators = 0;
-  bool zero_output = true;  // the kernel clears its output before accumulating
+  bool zero_output = true;       // the kernel clears its output before accumulating
+  std::vector<bool> transposed;  // per tensor: a dense input read through a transposed copy
+
+  // The indices of a dense tensor in memory order (row-major): reversed when transposed.
+  std::vector<std::string> StorageIndices(int tensor) const;
   std::unique_ptr<NestNode> root;
 
   // Indented text of the nest, for --explain and tests.

@@ -46,6 +46,7 @@ class Lowerer {
     nest_->expression = e_;
     ResolveVariables();
     ResolveFormat();
+    ResolveTransposed();
     std::vector<int> scope;
     nest_->root = BuildSection(s_.root, scope, /*is_root=*/true, /*producer_of=*/-1);
     std::vector<NestNode*> stack;
@@ -132,6 +133,17 @@ class Lowerer {
       }
     }
     nest_->storage = f;
+  }
+
+  void ResolveTransposed() {
+    nest_->transposed.assign(e_.tensors.size(), false);
+    for (const auto& name : s_.transposed) {
+      const int id = e_.TensorId(name);
+      if (id < 0) Fail("transpose names " + name + ", which is not a tensor of the expression");
+      if (id == 0 || id == e_.sparse || e_.tensors[id].indices.size() != 2)
+        Fail("transpose names " + name + ": only dense inputs of order 2 can be transposed");
+      nest_->transposed[id] = true;
+    }
   }
 
   // ---- building -------------------------------------------------------------------------------
@@ -698,7 +710,8 @@ class Lowerer {
       bool contiguous = !lanes;
       for (const auto& f : c->factors) {
         if (!Contains(f.indices, j)) continue;
-        contiguous &= f.tensor > 0 && f.tensor != e_.sparse && f.indices.back() == j;
+        contiguous &=
+            f.tensor > 0 && f.tensor != e_.sparse && nest_->StorageIndices(f.tensor).back() == j;
       }
       NestNode* reduction = nullptr;
       for (int k = static_cast<int>(site.loops.size()) - 2; k >= 0; --k) {
@@ -792,9 +805,19 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
 }
 }  // namespace
 
+std::vector<std::string> LoopNest::StorageIndices(int tensor) const {
+  std::vector<std::string> indices = expression.tensors[tensor].indices;
+  if (tensor < static_cast<int>(transposed.size()) && transposed[tensor])
+    std::reverse(indices.begin(), indices.end());
+  return indices;
+}
+
 std::string LoopNest::ToString() const {
   std::string out;
   if (zero_output) out += "zero " + expression.tensors[0].name + "\n";
+  for (size_t t = 0; t < transposed.size(); ++t) {
+    if (transposed[t]) out += "transpose " + expression.tensors[t].name + "\n";
+  }
   PrintNode(*this, *root, 0, out);
   return out;
 }

@@ -32,6 +32,7 @@ Schedule& Schedule::operator=(const Schedule& other) {
   partition = other.partition;
   unroll = other.unroll;
   narrow_coordinates = other.narrow_coordinates;
+  transposed = other.transposed;
   return *this;
 }
 
@@ -179,6 +180,7 @@ nlohmann::json Schedule::ToJson() const {
   }
   if (unroll != 1) j["unroll"] = unroll;
   if (narrow_coordinates) j["narrow_coordinates"] = true;
+  if (!transposed.empty()) j["transpose"] = transposed;
   return j;
 }
 
@@ -195,7 +197,8 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     static const char* known[] = {"splits",   "tree",    "loop_order", "format",
                                   "parallel", "kernel",  "expression", "notation",
-                                  "source",   "comment", "unroll",     "narrow_coordinates"};
+                                  "source",   "comment", "unroll",     "narrow_coordinates",
+                                  "transpose"};
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return it.key() == k; }) == std::end(known)) {
       fail("unknown key \"" + it.key() + "\"");
@@ -286,6 +289,16 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
     if (!j["narrow_coordinates"].is_boolean()) fail("\"narrow_coordinates\" must be true or false");
     s.narrow_coordinates = j["narrow_coordinates"].get<bool>();
   }
+  if (j.contains("transpose")) {
+    if (!j["transpose"].is_array()) fail("\"transpose\" must be an array of tensor names");
+    for (const auto& name : j["transpose"]) {
+      if (!name.is_string()) fail("\"transpose\" must hold tensor names");
+      s.transposed.push_back(name.get<std::string>());
+    }
+    std::sort(s.transposed.begin(), s.transposed.end());
+    if (std::adjacent_find(s.transposed.begin(), s.transposed.end()) != s.transposed.end())
+      fail("\"transpose\" names a tensor twice");
+  }
   return s;
 }
 
@@ -312,6 +325,7 @@ std::string Schedule::Summary() const {
   if (!parallel.empty() && threads) out += " threads " + std::to_string(threads);
   if (unroll > 1) out += " | unroll " + std::to_string(unroll);
   if (narrow_coordinates) out += " | narrow";
+  for (const auto& name : transposed) out += " | " + name + " transposed";
   return out;
 }
 

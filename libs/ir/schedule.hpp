@@ -53,6 +53,9 @@ struct Schedule {
   // absolute or relative to each segment's first): CoordinateEncoding. Off, every coordinate
   // is a 32-bit integer, as in TACO.
   bool narrow_coordinates = false;
+  // Dense inputs of order 2 that the kernel reads through a transposed copy made on entry (its
+  // cost is one pass over the operand per call): SDDMM's C(k,j) becomes contiguous in k.
+  std::vector<std::string> transposed;  // sorted, distinct
 
   Schedule() = default;
   Schedule(const Schedule& other) { *this = other; }

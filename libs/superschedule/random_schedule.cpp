@@ -97,6 +97,11 @@ Schedule SampleGenericSchedule(const Expression& e, const std::map<std::string, 
   static const int kUnrolls[] = {1, 2, 3, 4, 8};
   s.unroll = kUnrolls[rng() % 5];
   s.narrow_coordinates = rng() % 2 == 0;
+  for (size_t t = 1; t < e.tensors.size(); ++t) {
+    if (static_cast<int>(t) != e.sparse && e.tensors[t].indices.size() == 2 && rng() % 3 == 0)
+      s.transposed.push_back(e.tensors[t].name);
+  }
+  std::sort(s.transposed.begin(), s.transposed.end());
   return s;
 }
 

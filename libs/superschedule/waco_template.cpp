@@ -63,6 +63,8 @@ struct WacoTemplate::Spec {
   // Share of samples from the sliced family (SELL-C): rows in slices of i0 lanes, A stored
   // i1:U k:S i0:U, loop order i1 k i0 (spmv only).
   double sliced_fraction = 0;
+  // A dense input the kernel may read through a transposed copy ("": none).
+  std::string transposable;
   std::vector<std::vector<std::string>> subspace_orders;
   std::map<std::string, LevelKind> subspace_formats;  // fixed formats; the others are drawn
 };
@@ -79,6 +81,7 @@ nlohmann::json SuperSchedule::ToJson() const {
   j["partition"] = PartitionName(partition);
   j["unroll"] = unroll;
   j["narrow"] = narrow;
+  j["transposed"] = transposed;
   return j;
 }
 
@@ -91,7 +94,7 @@ std::vector<float> ScheduleEncoding::Flat(int num_splits) const {
 }
 
 int WacoTemplate::Version() {
-  return 3;  // 2: threads, partition, unroll, coordinate width; 3: sliced SpMV
+  return 4;  // 2: threads, partition, unroll, coordinate width; 3: sliced SpMV; 4: SDDMM's C^T
 }
 
 const std::vector<std::string>& WacoTemplate::Kernels() {
@@ -115,6 +118,7 @@ std::unique_ptr<WacoTemplate> WacoTemplate::ForKernel(const std::string& kernel)
     spec.subspace_formats = {{"i0", U}, {"k1", C}, {"k0", U}};
   } else if (kernel == "sddmm") {
     spec.max_log2_chunk = 5;
+    spec.transposable = "C";  // C(k,j) row-major: its k0 loop is strided unless transposed
     spec.parallel_candidates = {"i1", "j1"};
     spec.inner_dense = "k";
     spec.exclude_all_u = true;
@@ -251,6 +255,7 @@ void WacoTemplate::SampleCodeChoices(SuperSchedule& s, std::mt19937_64& rng, int
   s.partition = rng() % 2 ? Partition::kBalanced : Partition::kDynamic;
   s.unroll = 1 << UniformInt(rng, 0, kMaxLog2Unroll);
   s.narrow = true;
+  s.transposed = !spec_->transposable.empty() && rng() % 2 == 0;
   Normalize(s);
 }
 
@@ -418,6 +423,7 @@ Schedule WacoTemplate::ToSchedule(const SuperSchedule& s) const {
   out.partition = s.partition;
   out.unroll = s.unroll;
   out.narrow_coordinates = s.narrow;
+  if (s.transposed) out.transposed = {spec_->transposable};
   out.Canonicalize();
   return out;
 }
@@ -491,6 +497,12 @@ std::optional<SuperSchedule> WacoTemplate::FromSchedule(const Schedule& schedule
     return fail("unroll " + std::to_string(c.unroll) + " is not 1, 2, 4 or 8");
   s.unroll = c.unroll;
   s.narrow = c.narrow_coordinates;
+  if (!c.transposed.empty()) {
+    if (c.transposed != std::vector<std::string>{spec_->transposable})
+      return fail("the template transposes only " +
+                  (spec_->transposable.empty() ? std::string("nothing") : spec_->transposable));
+    s.transposed = true;
+  }
   Normalize(s);
   return s;
 }
@@ -588,6 +600,10 @@ EncodingLayout WacoTemplate::Layout() const {
   layout.cardinalities.push_back(kMaxLog2Unroll + 1);
   layout.names.push_back("coordinates");
   layout.cardinalities.push_back(2);
+  if (!spec_->transposable.empty()) {
+    layout.names.push_back("transpose_" + spec_->transposable);
+    layout.cardinalities.push_back(2);
+  }
   layout.order_size = static_cast<int>(variables_.size());
   return layout;
 }
@@ -602,6 +618,7 @@ ScheduleEncoding WacoTemplate::Encode(const SuperSchedule& s) const {
   e.categorical.push_back(s.partition == Partition::kBalanced ? 1 : 0);
   e.categorical.push_back(std::min(Log2(s.unroll), kMaxLog2Unroll));
   e.categorical.push_back(s.narrow ? 1 : 0);
+  if (!spec_->transposable.empty()) e.categorical.push_back(s.transposed ? 1 : 0);
   const int n = static_cast<int>(variables_.size());
   e.order.assign(size_t(n) * n, 0.0f);
   for (int pos = 0; pos < n; ++pos) e.order[size_t(VarId(s.order[pos])) * n + pos] = 1.0f;

@@ -58,6 +58,8 @@
 //                (normal form: 1 when the loop nest has no such reduction); uniform;
 //   narrow       coordinates in the fewest bytes (CoordinateEncoding): always on in samples;
 //                off only for schedules taken from outside the space (FixedCSR).
+// SDDMM reads C(k,j) through a transposed copy in half of its samples (its k0 loop is then
+// contiguous; the copy costs one pass over C per call).
 // SpMV also draws a quarter of its samples from the sliced family (SELL-C, LevelKind::kSliced):
 // i split by 2 to 32 lanes, k whole, order i1 k i0, A stored i1:U k:S i0:U.
 //
@@ -66,7 +68,7 @@
 //   each of A's level formats (C = 0, U = 1, the artifact's convention; S = 2),
 //   the parallel variable's id, log2 chunk (9 values, 6 for sddmm),
 //   threads (0: one, 1: all), partition (0: dynamic, 1: balanced), log2 unroll (4 values),
-//   coordinates (0: 32-bit, 1: narrow);
+//   coordinates (0: 32-bit, 1: narrow), and for SDDMM transpose_C (0: as given, 1: transposed);
 // and the loop order as an n x n permutation matrix with perm[id(order[pos]), pos] = 1, where
 // id numbers the variables as listed above. Unsplit indices keep their slots (split id 0, x0
 // right after x1).
@@ -97,13 +99,15 @@ struct SuperSchedule {
   int64_t chunk = 1;                      // dynamic partitions only (1 when balanced)
   int threads = 0;                        // 1, or every hardware thread (0 or their count)
   Partition partition = Partition::kDynamic;
-  int unroll = 1;      // partial sums of a compressed reduction: 1, 2, 4 or 8
-  bool narrow = true;  // narrow coordinates (every sample); false: TACO's 32-bit ones
+  int unroll = 1;           // partial sums of a compressed reduction: 1, 2, 4 or 8
+  bool narrow = true;       // narrow coordinates (every sample); false: TACO's 32-bit ones
+  bool transposed = false;  // SDDMM: C read through a transposed copy
 
   bool operator==(const SuperSchedule& o) const {
     return splits == o.splits && order == o.order && formats == o.formats &&
            parallel == o.parallel && chunk == o.chunk && threads == o.threads &&
-           partition == o.partition && unroll == o.unroll && narrow == o.narrow;
+           partition == o.partition && unroll == o.unroll && narrow == o.narrow &&
+           transposed == o.transposed;
   }
   bool operator!=(const SuperSchedule& o) const { return !(*this == o); }
   // {"splits": {...}, "order": [...], "formats": {"i1": "U", ...}, "parallel": ..., ...}
