@@ -32,6 +32,7 @@
 #include "io/read.hpp"
 #include "ir/loop_nest.hpp"
 #include "jit/jit.hpp"
+#include "measure/contest.hpp"
 #include "measure/runner.hpp"
 #include "measure/timing.hpp"
 #include "superschedule/waco_template.hpp"
@@ -196,8 +197,6 @@ class Progress {
 // A candidate still to measure on the current matrix.
 struct PendingRun {
   const Candidate* candidate;
-  std::string failure;     // set when it cannot run (invalid, compile error)
-  int kernel_source = -1;  // index into the matrix's distinct generated sources
 };
 
 // "format_refused" of "format_refused: padding ...".
@@ -306,38 +305,13 @@ void RunCollect(const CollectOptions& o, Context& context) {
           ++tally.skipped;
         }
       } else {
-        pending.push_back(PendingRun{&c, "", -1});
+        pending.push_back(PendingRun{&c});
       }
     }
     if (pending.empty()) {
       ++tally.matrices_done;
       progress.Update();
       continue;
-    }
-
-    // Generate every kernel, then compile the distinct ones up front, a few at a time:
-    // compiling dominates, and schedules that differ only in split sizes, chunk or threads
-    // share one object.
-    std::vector<std::string> sources;
-    std::map<std::string, int> source_ids;
-    for (PendingRun& run : pending) {
-      LowerOutcome lowered = Lower(k.expression, run.candidate->schedule);
-      if (!lowered.nest) {
-        run.failure =
-            std::string(RunStatusName(RunStatus::kInvalidSchedule)) + ": " + lowered.error;
-        continue;
-      }
-      const std::string source =
-          GenerateKernelSource(*lowered.nest, k.dtype, CodegenMode::kRuntimeParameters);
-      auto [it, added] = source_ids.emplace(source, int(sources.size()));
-      if (added) sources.push_back(source);
-      run.kernel_source = it->second;
-    }
-    progress.Status("compiling " + std::to_string(sources.size()) + " kernels");
-    const std::vector<Jit::Outcome> compiled = jit.CompileAll(sources, o.compile_jobs);
-    for (PendingRun& run : pending) {
-      if (run.kernel_source >= 0 && !compiled[run.kernel_source].error.empty())
-        run.failure = "compile_failed: " + compiled[run.kernel_source].error;
     }
 
     std::unique_ptr<KernelRunner> runner;
@@ -373,57 +347,74 @@ void RunCollect(const CollectOptions& o, Context& context) {
     }
     progress.Status("measuring");
 
-    for (PendingRun& run : pending) {
-      const Candidate& c = *run.candidate;
+    // Every pending schedule of this matrix is verified, then timed beside the others in
+    // shuffled rounds (MeasureTogether): none gains from always running first or last.
+    std::vector<Schedule> schedules;
+    for (const PendingRun& run : pending) schedules.push_back(run.candidate->schedule);
+    auto failure_of = [&](size_t s, const std::string& reason) {
       FailureRecord failure;
       failure.key = key;
       failure.expression = k.expression.text;
-      failure.schedule_json = c.json;
-      if (run.failure.empty()) {
-        Tally if_fired = tally;
-        ++if_fired.failed["timed_out"];
-        if_fired.restarts += 1;
-        if_fired.elapsed_before = progress.Elapsed() + hard_limit_s;
-        FailureRecord stuck = failure;
-        char limit[32];
-        std::snprintf(limit, sizeof limit, "%g", hard_limit_s);
-        stuck.reason = std::string("timed_out: still running after ") + limit +
-                       " s; the collection was restarted";
-        watchdog.Arm(hard_limit_s, stuck, if_fired.ToJson().dump());
-        RunResult r;
-        try {
-          r = VerifyThenTime(*runner, c.schedule, run_options);
-        } catch (const std::exception& e) {
-          r.status = RunStatus::kInvalidSchedule;
-          r.message = e.what();
-          run.failure = std::string("error: ") + e.what();
-        }
-        watchdog.Disarm();
-        if (run.failure.empty() && r.ok()) {
-          MeasurementRecord record;
-          record.key = key;
-          record.expression = k.expression.text;
-          record.schedule_json = c.json;
-          record.median_ms = r.time.median_ms;
-          record.min_ms = r.time.min_ms;
-          record.max_ms = r.time.max_ms;
-          record.reps = r.time.reps;
-          record.pack_ms = r.pack_ms;
-          record.compile_ms =
-              r.compile_ms > 0 ? r.compile_ms : compiled[run.kernel_source].kernel.compile_ms;
-          record.verified = r.verified;
-          record.source = c.source;
-          db->RecordMeasurement(record);
-          ++tally.measured;
-          progress.Update();
-          continue;
-        }
-        if (run.failure.empty())
-          run.failure = std::string(RunStatusName(r.status)) + ": " + r.message;
+      failure.schedule_json = pending[s].candidate->json;
+      failure.reason = reason;
+      return failure;
+    };
+    char limit_text[32];
+    std::snprintf(limit_text, sizeof limit_text, "%g", hard_limit_s);
+    auto arm = [&](size_t s, double seconds) {
+      Tally if_fired = tally;
+      ++if_fired.failed["timed_out"];
+      if_fired.restarts += 1;
+      if_fired.elapsed_before = progress.Elapsed() + seconds;
+      watchdog.Arm(seconds,
+                   failure_of(s, std::string("timed_out: still running after ") + limit_text +
+                                     " s; the collection was restarted"),
+                   if_fired.ToJson().dump());
+    };
+    ContestObserver observer;
+    observer.before_verify = [&](size_t s) { arm(s, hard_limit_s); };
+    // A verified kernel returns; a group's rounds are bounded by the timing protocol.
+    observer.before_group = [&](const std::vector<size_t>& members) {
+      arm(members.front(), hard_limit_s * double(members.size()));
+    };
+    ContestOptions contest;
+    contest.run = run_options;
+    contest.compile_jobs = o.compile_jobs;
+    contest.seed = o.seed;
+    std::vector<RunResult> results;
+    try {
+      results = MeasureTogether(*runner, schedules, jit, contest, observer);
+    } catch (const InputError& e) {
+      watchdog.Disarm();
+      progress.Message(std::string("sparsetune: error: ") + path + ": " + e.what() + " (skipped)");
+      ++tally.unreadable;
+      bad_input = true;
+      progress.Shrink(int64_t(pending.size()));
+      continue;
+    }
+    watchdog.Disarm();
+    for (size_t s = 0; s < pending.size(); ++s) {
+      const RunResult& r = results[s];
+      if (r.ok()) {
+        MeasurementRecord record;
+        record.key = key;
+        record.expression = k.expression.text;
+        record.schedule_json = pending[s].candidate->json;
+        record.median_ms = r.time.median_ms;
+        record.min_ms = r.time.min_ms;
+        record.max_ms = r.time.max_ms;
+        record.reps = r.time.reps;
+        record.pack_ms = r.pack_ms;
+        record.compile_ms = r.compile_ms;
+        record.verified = r.verified;
+        record.source = pending[s].candidate->source;
+        db->RecordMeasurement(record);
+        ++tally.measured;
+      } else {
+        const std::string reason = std::string(RunStatusName(r.status)) + ": " + r.message;
+        db->RecordFailure(failure_of(s, reason));
+        ++tally.failed[ReasonOf(reason)];
       }
-      failure.reason = run.failure;
-      db->RecordFailure(failure);
-      ++tally.failed[ReasonOf(run.failure)];
       progress.Update();
     }
     ++tally.matrices_done;

@@ -85,6 +85,28 @@ void PreparedKernel::Call() const {
   function_(&args_);
 }
 
+std::string KernelRunner::Source(const Schedule& input_schedule, const RunOptions& options,
+                                 std::string* error) {
+  Schedule schedule = input_schedule;
+  schedule.Canonicalize();
+  LowerOutcome lowered = Lower(expression_, schedule);
+  if (!lowered.nest) {
+    *error = std::string(RunStatusName(RunStatus::kInvalidSchedule)) + ": " + lowered.error;
+    return "";
+  }
+  PackOptions pack_options;
+  pack_options.padding_cap = options.padding_cap;
+  pack_options.narrow_coordinates = schedule.narrow_coordinates;
+  std::string refusal;
+  double pack_ms = 0;
+  auto packed = PackFor(lowered.nest->storage, pack_options, &refusal, &pack_ms);
+  if (!packed) {
+    *error = std::string(RunStatusName(RunStatus::kFormatRefused)) + ": " + refusal;
+    return "";
+  }
+  return GenerateKernelSource(*lowered.nest, dtype_, options.mode, packed->encodings());
+}
+
 PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOptions& options) {
   PreparedKernel prepared;
   RunResult& result = prepared.result_;
@@ -159,7 +181,10 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   if (options.verify) {
     // Elements the kernel fails to write stay NaN and fail verification.
     prepared.output_->Fill(std::nan(""));
+    const auto start = std::chrono::steady_clock::now();
     prepared.Call();
+    result.verify_run_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!Verify(*prepared.output_, packed, output_levels, &result.message,
                 &result.max_relative_error)) {
       result.status = RunStatus::kWrongResult;

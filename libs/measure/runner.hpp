@@ -44,6 +44,7 @@ struct RunResult {
   TimingResult time;
   double pack_ms = 0;
   double compile_ms = 0;
+  double verify_run_ms = 0;  // the verifying call alone
   bool compile_cached = false;
   std::string source_path;
   std::string nest;  // the loop nest, printed
@@ -81,6 +82,10 @@ class KernelRunner {
                Jit& jit);
   ~KernelRunner();
 
+  // The kernel source a schedule generates for this operand (it packs to learn the coordinate
+  // encodings), so that many can be compiled at once; "" with the reason in `error` when the
+  // schedule does not lower or the format is refused.
+  std::string Source(const Schedule& schedule, const RunOptions& options, std::string* error);
   // Everything but the timing (options.time is ignored).
   PreparedKernel Prepare(const Schedule& schedule, const RunOptions& options);
   // Prepare, then time it alone with TimeRepeated when options.time.

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "ir/schedule.hpp"
+#include "measure/runner.hpp"
+
+namespace sparsetune {
+
+struct ContestOptions {
+  RunOptions run;  // run.timing is the protocol; run.timing.max_ms_per_run limits every run
+  int compile_jobs = 2;
+  // Contenders timed together; more keeps more packed operands and outputs in memory at once.
+  int group_size = 16;
+  uint64_t seed = 1;  // which contenders share a group, and the order of their rounds
+};
+
+// Measures schedules of one operand side by side, fairly: every schedule is lowered, packed
+// and generated, the distinct kernels are compiled `compile_jobs` at a time, each is verified
+// against the reference (a verifying call slower than max_ms_per_run times out there), and the
+// verified ones are timed together with TimeInterleaved, in groups of group_size drawn in a
+// seeded shuffle. Result i belongs to schedules[i]: a verified time, or the status and the
+// reason it has none.
+//
+// The observer hears of each step: before_verify(s) before the first call of schedules[s]'s
+// kernel (a kernel that never returns hangs there), before_group(members) before a group is
+// timed, and after_step(done, total) after each verification and each group.
+struct ContestObserver {
+  std::function<void(size_t schedule)> before_verify;
+  std::function<void(const std::vector<size_t>& schedules)> before_group;
+  std::function<void(size_t done, size_t total)> after_step;
+};
+
+std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<Schedule>& schedules,
+                                       Jit& jit, const ContestOptions& options,
+                                       const ContestObserver& observer = {});
+
+}  // namespace sparsetune
