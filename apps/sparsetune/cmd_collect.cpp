@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/progress.hpp"
 #include "base/threads.hpp"
 #include "codegen/codegen.hpp"
 #include "collect/candidates.hpp"
@@ -62,19 +63,6 @@ struct CollectOptions {
   double wait_idle_s = 0;
   bool json = false;
 };
-
-std::string FormatDuration(double seconds) {
-  char text[32];
-  if (seconds < 0 || !std::isfinite(seconds)) return "?";
-  if (seconds < 90) {
-    std::snprintf(text, sizeof text, "%.0fs", seconds);
-  } else if (seconds < 5400) {
-    std::snprintf(text, sizeof text, "%.0fm", seconds / 60);
-  } else {
-    std::snprintf(text, sizeof text, "%.1fh", seconds / 3600);
-  }
-  return text;
-}
 
 // The counters of a collection (carried across a restart).
 struct Tally {

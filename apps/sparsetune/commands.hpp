@@ -16,5 +16,7 @@ void RegisterRun(CLI::App& app, Context& context);
 void RegisterSchedules(CLI::App& app, Context& context);
 void RegisterCollect(CLI::App& app, Context& context);
 void RegisterDb(CLI::App& app, Context& context);
+void RegisterTune(CLI::App& app, Context& context);
+void RegisterQuery(CLI::App& app, Context& context);
 
 }  // namespace sparsetune::cli

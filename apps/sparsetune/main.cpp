@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   sparsetune::cli::RegisterRun(app, context);
   sparsetune::cli::RegisterSchedules(app, context);
   sparsetune::cli::RegisterCollect(app, context);
+  sparsetune::cli::RegisterTune(app, context);
+  sparsetune::cli::RegisterQuery(app, context);
   sparsetune::cli::RegisterDb(app, context);
   try {
     app.parse(argc, argv);

@@ -99,6 +99,7 @@ class Emitter {
       const std::string& index = e_.indices[k];
       Line("const int64_t d" + std::to_string(k) + " = args->dims[" + std::to_string(k) +
            "];  // |" + index + "|");
+      Line("(void)d" + std::to_string(k) + ";");
       if (nest_.splits.at(index) > 1) {
         if (mode_ == CodegenMode::kBaked || tiled_indices_.count(index)) {
           Line("constexpr int64_t s" + std::to_string(k) + " = " +
@@ -331,10 +332,10 @@ class Emitter {
 
   // Defines a level variable read from storage, and its whole index when it is an inner part.
   void DefineCoordinate(const LoopVar& v, const std::string& read) {
-    Line("const int64_t " + VarName(v) + " = " + read + ";");
+    Line("[[maybe_unused]] const int64_t " + VarName(v) + " = " + read + ";");
     if (v.part == SplitPart::kInner)
-      Line("const int64_t " + I(v.index) + " = " + I(v.index) + "o * " + S(v.index) + " + " +
-           VarName(v) + ";");
+      Line("[[maybe_unused]] const int64_t " + I(v.index) + " = " + I(v.index) + "o * " +
+           S(v.index) + " + " + VarName(v) + ";");
   }
 
   // A register tile: the slice of the output that loop `loop` (j0) covers, held in `count`
@@ -615,8 +616,8 @@ class Emitter {
       DefineCoordinate(sliced, CoordinateRead(n.sliced_level, sliced, n.level));
     }
     if (n.var.part == SplitPart::kInner && n.loop_kind != LoopKind::kLevelS) {
-      Line("const int64_t " + I(n.var.index) + " = " + I(n.var.index) + "o * " + S(n.var.index) +
-           " + " + var + ";");
+      Line("[[maybe_unused]] const int64_t " + I(n.var.index) + " = " + I(n.var.index) + "o * " +
+           S(n.var.index) + " + " + var + ";");
     }
     EmitOutputClearing(n);
   }

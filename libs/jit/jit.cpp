@@ -43,10 +43,12 @@ const char* Jit::Flags() {
 
 Jit::Jit() : Jit(CacheDirectory() + "/jit") {}
 
-Jit::Jit(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {
+std::string Jit::DefaultCompiler() {
   const char* cxx = std::getenv("CXX");
-  compiler_ = (cxx && *cxx) ? cxx : "c++";
+  return (cxx && *cxx) ? cxx : "c++";
 }
+
+Jit::Jit(std::string cache_dir) : cache_dir_(std::move(cache_dir)), compiler_(DefaultCompiler()) {}
 
 Jit::~Jit() {
   // Shared objects stay loaded until exit: kernels may still be referenced by callers, and

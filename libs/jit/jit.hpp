@@ -45,6 +45,7 @@ class Jit {
   const std::string& compiler() const { return compiler_; }
   std::string compiler_version();  // first line of `CXX --version`
   static const char* Flags();
+  static std::string DefaultCompiler();  // $CXX, else c++
 
  private:
   std::string cache_dir_;

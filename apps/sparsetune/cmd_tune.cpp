@@ -1,0 +1,207 @@
+// sparsetune tune and query: the main job, and the database-only answer build scripts use.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/errors.hpp"
+#include "base/progress.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "io/read.hpp"
+#include "ir/schedule.hpp"
+#include "tune/emit.hpp"
+#include "tune/tune.hpp"
+
+namespace sparsetune::cli {
+
+namespace {
+
+struct TuneOptions {
+  std::string file;
+  KernelOptions kernel;
+  std::string db;
+  int top_k = 10;
+  int samples = 16;
+  std::shared_ptr<bool> samples_given = std::make_shared<bool>(false);
+  double max_ms = 1000;
+  bool force = false;
+  uint64_t seed = 1;
+  std::string emit;
+  bool json = false;
+};
+
+void PrintReport(const TuneReport& r) {
+  const Schedule winner = Schedule::FromJson(nlohmann::json::parse(r.winner_json), "winner");
+  std::printf("%s  %s  fingerprint %s%s\n", r.kernel.c_str(), r.expression.c_str(),
+              r.fingerprint.c_str(), r.from_db ? "  (from the database)" : "");
+  std::printf("  winner      %s  [%s]\n", winner.Summary().c_str(), r.winner_source.c_str());
+  std::printf("  time        %.4f ms   FixedCSR %.4f ms   speedup %.2fx\n", r.winner_ms,
+              r.fixed_csr_ms, r.speedup_vs_fixed_csr());
+  if (r.break_even_calls >= 0) {
+    std::printf("  pack        %.1f ms   pays for itself after %lld calls\n", r.pack_ms,
+                (long long)r.break_even_calls);
+  } else {
+    std::printf("  pack        %.1f ms\n", r.pack_ms);
+  }
+  if (!r.from_db) {
+    int ok = 0;
+    for (const auto& c : r.candidates) ok += c.status == "ok";
+    std::printf("  candidates  %zu measured side by side, %d verified (noise %.1f%%)\n",
+                r.candidates.size(), ok, 100 * r.noise);
+  }
+  std::printf("  tune        %.2f s\n", r.tune_ms / 1000);
+  for (const auto& path : r.emitted_files) std::printf("  emitted     %s\n", path.c_str());
+}
+
+void RunTune(const TuneOptions& o) {
+  ResolvedKernel k = ResolveKernel(o.kernel);
+  if (o.samples < 0) throw InputError("--samples must be at least 0");
+  if (o.top_k < 1) throw InputError("--top-k must be at least 1");
+  TuneRequest request;
+  request.path = o.file;
+  request.kernel = k.name == "expr" ? "" : k.name;
+  request.expression = k.expression;
+  request.dense = k.dense_sizes;
+  request.dtype = k.dtype;
+  request.db_path = DatabasePathOrDefault(o.db);
+  request.samples = o.samples;
+  // An explicit --samples also samples kernels without a WACO template.
+  request.sample_generic = o.samples_given && *o.samples_given;
+  request.max_ms = o.max_ms;
+  request.top_k = o.top_k;
+  request.force = o.force;
+  request.seed = o.seed;
+  request.emit_dir = o.emit;
+  ProgressBar bar("tune", 1, 2);
+  std::string stage;
+  TuneProgress progress;
+  progress.stage = [&](const std::string& s) {
+    stage = s;
+    bar.Update(0, s, true);
+  };
+  progress.step = [&](size_t done, size_t total) {
+    bar.SetTotal(static_cast<int64_t>(total));
+    bar.Update(static_cast<int64_t>(done), stage);
+  };
+  const TuneReport report = Tune(request, progress);
+  bar.Finish();
+  if (o.json) {
+    std::cout << report.ToJson().dump(2) << "\n";
+  } else {
+    PrintReport(report);
+  }
+}
+
+struct QueryOptions {
+  std::string file;
+  std::string fingerprint;
+  KernelOptions kernel;
+  std::string db;
+  std::string emit;
+  bool json = false;
+};
+
+void RunQuery(const QueryOptions& o, Context& context) {
+  ResolvedKernel k = ResolveKernel(o.kernel);
+  if (o.file.empty() == o.fingerprint.empty())
+    throw InputError("give a matrix FILE or --fingerprint H");
+  QueryRequest request;
+  request.path = o.file;
+  request.fingerprint = o.fingerprint;
+  request.kernel = k.name == "expr" ? "" : k.name;
+  request.expression = k.expression;
+  request.dense = k.dense_sizes;
+  request.dtype = k.dtype;
+  request.db_path = DatabasePathOrDefault(o.db);
+  const QueryAnswer answer = Query(request);
+  if (!answer.hit) {
+    context.exit_code = 1;
+    std::fprintf(stderr, "sparsetune query: no stored schedule for %s (%s) on this machine\n",
+                 answer.fingerprint.c_str(), answer.kernel.c_str());
+    if (o.json) std::cout << answer.ToJson().dump(2) << "\n";
+    return;
+  }
+  const Schedule winner = Schedule::FromJson(nlohmann::json::parse(answer.winner_json), "winner");
+  nlohmann::json out = answer.ToJson();
+  if (!o.emit.empty()) {
+    // The coordinate widths come from the operand: without the file, 32-bit ones.
+    std::unique_ptr<CooTensor> pattern;
+    std::map<std::string, int64_t> sizes = k.dense_sizes;
+    if (!o.file.empty()) {
+      pattern = std::make_unique<CooTensor>(ReadTensorFile(o.file));
+      sizes = ResolveIndexSizes(k.expression, pattern->dims, k.dense_sizes);
+    } else {
+      for (const auto& index : k.expression.sparse_input().indices) sizes[index] = 1;
+    }
+    Schedule emitted = winner;
+    if (!pattern) emitted.narrow_coordinates = false;
+    out["emitted"] =
+        EmitKernel(o.emit, request.kernel, k.expression, sizes, k.dtype, emitted, pattern.get());
+  }
+  if (o.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s\n", answer.winner_json.c_str());
+  std::fprintf(stderr, "sparsetune query: %.4f ms (%s)\n", answer.winner_ms,
+               winner.Summary().c_str());
+  if (out.contains("emitted")) {
+    for (const auto& path : out["emitted"])
+      std::fprintf(stderr, "  emitted %s\n", path.get<std::string>().c_str());
+  }
+}
+
+}  // namespace
+
+void RegisterTune(CLI::App& app, Context& context) {
+  auto o = std::make_shared<TuneOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "tune",
+      "Find the fastest verified format and schedule for a matrix: candidates measured side by "
+      "side, the winner stored in the database (a stored winner answers at once)");
+  sub->add_option("FILE", o->file, "Sparse matrix or tensor file")->required();
+  AddKernelOptions(sub, o->kernel);
+  AddDatabaseOption(sub, o->db);
+  sub->add_option("--top-k", o->top_k, "Cost-model candidates to measure")->capture_default_str();
+  sub->add_option_function<int>(
+      "--samples",
+      [o](const int& n) {
+        o->samples = n;
+        *o->samples_given = true;
+      },
+      "Sampled SuperSchedules to measure as well (default 16; kernels without a WACO template "
+      "sample only when this is given)");
+  sub->add_option("--max-ms", o->max_ms,
+                  "A candidate whose run takes longer (and longer than 20 x FixedCSR) is dropped")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_flag("--force", o->force, "Measure again even when a winner is stored");
+  sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+  sub->add_option("--emit", o->emit,
+                  "Write the winner's standalone kernel (header, source, "
+                  "schedule JSON) into this folder");
+  sub->add_flag("--json", o->json, "One JSON object on stdout");
+  sub->callback([o, &context] { RunTune(*o); });
+}
+
+void RegisterQuery(CLI::App& app, Context& context) {
+  auto o = std::make_shared<QueryOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "query",
+      "The stored winner for a matrix (or its fingerprint), from the database alone: no tuning, "
+      "no compiler. Exit code 1 when none is stored");
+  sub->add_option("FILE", o->file, "Sparse matrix or tensor file");
+  sub->add_option("--fingerprint", o->fingerprint, "The pattern's fingerprint (sparsetune info)");
+  AddKernelOptions(sub, o->kernel);
+  AddDatabaseOption(sub, o->db);
+  sub->add_option("--emit", o->emit, "Also write the winner's standalone kernel into this folder");
+  sub->add_flag("--json", o->json, "One JSON object on stdout");
+  sub->callback([o, &context] { RunQuery(*o, context); });
+}
+
+}  // namespace sparsetune::cli

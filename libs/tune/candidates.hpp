@@ -1,0 +1,38 @@
+// Where a tune's candidates come from, besides the cost model's search.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/expression.hpp"
+#include "ir/schedule.hpp"
+
+namespace sparsetune {
+
+struct TuneCandidate {
+  Schedule schedule;   // canonical
+  std::string json;    // canonical JSON
+  std::string source;  // fixed_csr, heuristic, sampled, sparseauto, model
+};
+
+// A few schedules that are strong on most patterns, from what the fastest library kernels do:
+// narrow coordinates, nonzero-balanced rows, several partial sums, sliced rows (SELL-C) for
+// SpMV; register tiles of the output row for SpMM and MTTKRP; a transposed C for SDDMM. Only
+// those that lower for the kernel are returned; empty for kernels without such rules.
+std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
+                                               const Expression& expression,
+                                               const std::map<std::string, int64_t>& sizes);
+
+// SparseAuto's survivors for a fused kernel or an expression (best first; at most `limit`).
+std::vector<TuneCandidate> SparseAutoCandidates(const Expression& expression,
+                                                const std::vector<int64_t>& dims,
+                                                const std::vector<int64_t>& prefix_nnz,
+                                                const std::map<std::string, int64_t>& dense,
+                                                int limit);
+
+// Appends `candidate` unless a schedule with the same canonical JSON is already there.
+void AddDistinct(std::vector<TuneCandidate>& list, TuneCandidate candidate);
+
+}  // namespace sparsetune

@@ -1,0 +1,328 @@
+#include "tune/tune.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "base/errors.hpp"
+#include "collect/candidates.hpp"
+#include "db/database.hpp"
+#include "db/machine.hpp"
+#include "io/read.hpp"
+#include "jit/jit.hpp"
+#include "measure/contest.hpp"
+#include "measure/runner.hpp"
+#include "superschedule/waco_template.hpp"
+#include "tensor/fingerprint.hpp"
+#include "tensor/stats.hpp"
+#include "tune/candidates.hpp"
+#include "tune/emit.hpp"
+
+namespace sparsetune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::map<std::string, int64_t> DenseKey(const Expression& e,
+                                        const std::map<std::string, int64_t>& sizes) {
+  std::map<std::string, int64_t> dense;
+  for (const auto& index : e.DenseOnlyIndices()) dense[index] = sizes.at(index);
+  return dense;
+}
+
+// Calls after which the winner's per-call saving over FixedCSR pays for `cost_ms`.
+int64_t BreakEven(double cost_ms, double winner_ms, double fixed_ms) {
+  const double saving = fixed_ms - winner_ms;
+  if (!(saving > 0)) return -1;
+  return static_cast<int64_t>(std::ceil(std::max(0.0, cost_ms) / saving));
+}
+
+}  // namespace
+
+std::string KernelKey(const std::string& kernel, const Expression& expression) {
+  return kernel.empty() ? "expr:" + expression.text : kernel;
+}
+
+nlohmann::json TuneReport::ToJson() const {
+  nlohmann::json out;
+  out["kernel"] = kernel;
+  out["expression"] = expression;
+  out["fingerprint"] = fingerprint;
+  out["from_db"] = from_db;
+  out["winner"] = {{"schedule", nlohmann::json::parse(winner_json)},
+                   {"time_ms", winner_ms},
+                   {"source", winner_source}};
+  out["fixed_csr_ms"] = fixed_csr_ms;
+  out["speedup_vs_fixed_csr"] = speedup_vs_fixed_csr();
+  out["pack_ms"] = pack_ms;
+  out["fixed_csr_pack_ms"] = fixed_csr_pack_ms;
+  out["break_even_calls"] = break_even_calls;
+  out["noise"] = noise;
+  out["tune_ms"] = tune_ms;
+  out["stage_ms"] = stage_ms;
+  out["sources"] = sources_used;
+  out["candidates"] = nlohmann::json::array();
+  for (const auto& c : candidates) {
+    nlohmann::json j = {{"schedule", nlohmann::json::parse(c.schedule_json)},
+                        {"source", c.source},
+                        {"status", c.status}};
+    if (c.status == "ok") {
+      j["time_ms"] = c.time_ms;
+      j["pack_ms"] = c.pack_ms;
+    } else {
+      j["time_ms"] = nullptr;
+      j["message"] = c.message;
+    }
+    out["candidates"].push_back(j);
+  }
+  if (!emitted_files.empty()) out["emitted"] = emitted_files;
+  return out;
+}
+
+nlohmann::json QueryAnswer::ToJson() const {
+  nlohmann::json out;
+  out["hit"] = hit;
+  out["fingerprint"] = fingerprint;
+  out["kernel"] = kernel;
+  if (hit) {
+    out["winner"] = {{"schedule", nlohmann::json::parse(winner_json)}, {"time_ms", winner_ms}};
+    out["fixed_csr_ms"] = fixed_csr_ms ? nlohmann::json(*fixed_csr_ms) : nlohmann::json();
+    out["updated_at"] = updated_at;
+  } else {
+    out["winner"] = nullptr;
+  }
+  return out;
+}
+
+TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
+  const auto start = Clock::now();
+  auto stage = [&](const std::string& name) {
+    if (progress.stage) progress.stage(name);
+  };
+  TuneReport report;
+  const Expression& e = request.expression;
+  report.kernel = KernelKey(request.kernel, e);
+  report.expression = e.text;
+
+  // Everything that can be wrong with the input is found before anything is stored.
+  stage("reading");
+  auto t = Clock::now();
+  const CooTensor tensor = ReadTensorFile(request.path);
+  const std::map<std::string, int64_t> sizes = ResolveIndexSizes(e, tensor.dims, request.dense);
+  report.fingerprint = PatternFingerprint(tensor);
+  report.stage_ms["read"] = MsSince(t);
+  auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
+  Jit jit;
+  TuningKey key;
+  key.fingerprint = report.fingerprint;
+  key.kernel = report.kernel;
+  key.machine_id = db->UpsertMachine(DetectMachine(jit.compiler(), Jit::Flags()));
+  key.dense = DenseKey(e, sizes);
+  key.dtype = request.dtype;
+
+  if (!request.force) {
+    if (auto winner = db->FindWinner(key)) {
+      report.from_db = true;
+      report.winner_json = winner->schedule.canonical_json;
+      report.winner_ms = winner->time_ms;
+      report.fixed_csr_ms = winner->fixed_csr_ms.value_or(0);
+      for (const MeasurementRow& row : db->TopK(key, 1000)) {
+        if (row.schedule.canonical_json == report.winner_json) {
+          report.pack_ms = row.pack_ms;
+          report.winner_source = row.source;
+        }
+        report.candidates.push_back(
+            {row.schedule.canonical_json, row.source, "ok", "", row.median_ms, row.pack_ms});
+      }
+      report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
+      if (!request.emit_dir.empty()) {
+        report.emitted_files = EmitKernel(
+            request.emit_dir, request.kernel, e, sizes, request.dtype,
+            Schedule::FromJson(nlohmann::json::parse(report.winner_json), "stored winner"),
+            &tensor);
+      }
+      report.tune_ms = MsSince(start);
+      return report;
+    }
+  }
+
+  stage("candidates");
+  t = Clock::now();
+  std::vector<TuneCandidate> candidates;
+  AddDistinct(candidates, {FixedCsrSchedule(e), "", "fixed_csr"});
+  report.sources_used.push_back("fixed_csr");
+  const std::string& kernel = request.kernel;
+  auto heuristic = HeuristicCandidates(kernel, e, sizes);
+  if (!heuristic.empty()) report.sources_used.push_back("heuristic");
+  for (auto& c : heuristic) AddDistinct(candidates, std::move(c));
+  const bool has_template = !kernel.empty() && WacoTemplate::ForKernel(kernel) != nullptr;
+  if (!has_template) {
+    const PatternStats stats = ComputePatternStats(tensor);
+    try {
+      auto fused = SparseAutoCandidates(e, tensor.dims, stats.prefix_nnz, key.dense,
+                                        request.sparseauto_limit);
+      if (!fused.empty()) report.sources_used.push_back("sparseauto");
+      for (auto& c : fused) AddDistinct(candidates, std::move(c));
+    } catch (const InputError&) {
+      // SparseAuto has nothing to say about this expression; the others still run.
+    }
+  }
+  if (request.samples > 0 && (has_template || request.sample_generic)) {
+    CandidateOptions options;
+    options.samples = request.samples;
+    options.seed = request.seed;
+    const auto sampled = SampleCandidates(kernel.empty() ? report.kernel : kernel, e, sizes,
+                                          report.fingerprint, options);
+    for (const auto& c : sampled) {
+      if (c.source == "sampled") AddDistinct(candidates, {c.schedule, "", "sampled"});
+    }
+    report.sources_used.push_back("sampled");
+  }
+  report.stage_ms["candidates"] = MsSince(t);
+
+  // FixedCSR twice: two timings of identical code show the run's noise.
+  std::vector<Schedule> schedules;
+  for (const auto& c : candidates) schedules.push_back(c.schedule);
+  schedules.push_back(candidates[0].schedule);
+
+  stage("measuring");
+  t = Clock::now();
+  KernelRunner runner(e, tensor, sizes, request.dtype, jit);
+  ContestOptions contest;
+  contest.run.timing.warmup_runs = 2;
+  contest.run.timing.warmup_ms = 20;
+  contest.run.timing.min_reps = 10;
+  contest.run.timing.min_total_ms = 100;
+  {
+    // FixedCSR's first run scales the limit: large operands are allowed longer runs.
+    RunOptions probe;
+    const PreparedKernel fixed = runner.Prepare(candidates[0].schedule, probe);
+    contest.run.timing.max_ms_per_run = std::max(request.max_ms, 20 * fixed.result().verify_run_ms);
+  }
+  contest.seed = request.seed;
+  ContestObserver observer;
+  observer.after_step = progress.step;
+  const std::vector<RunResult> results = MeasureTogether(runner, schedules, jit, contest, observer);
+  report.stage_ms["measure"] = MsSince(t);
+
+  stage("storing");
+  MatrixRecord matrix;
+  matrix.fingerprint = report.fingerprint;
+  matrix.name = std::filesystem::path(request.path).stem().string();
+  matrix.dims = tensor.dims;
+  matrix.nnz = tensor.nnz();
+  matrix.stats = PatternStatsToJson(ComputePatternStats(tensor));
+  matrix.source_path = request.path;
+  db->UpsertMatrix(matrix);
+  int best = -1;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const RunResult& r = results[c];
+    TuneCandidateResult out;
+    out.schedule_json = candidates[c].json;
+    out.source = candidates[c].source;
+    out.status = RunStatusName(r.status);
+    out.message = r.message;
+    if (r.ok()) {
+      out.time_ms = r.time.median_ms;
+      out.pack_ms = r.pack_ms;
+      MeasurementRecord record;
+      record.key = key;
+      record.expression = e.text;
+      record.schedule_json = candidates[c].json;
+      record.median_ms = r.time.median_ms;
+      record.min_ms = r.time.min_ms;
+      record.max_ms = r.time.max_ms;
+      record.reps = r.time.reps;
+      record.pack_ms = r.pack_ms;
+      record.compile_ms = r.compile_ms;
+      record.verified = r.verified;
+      record.source = candidates[c].source;
+      db->RecordMeasurement(record);
+      if (best < 0 || r.time.median_ms < results[best].time.median_ms) best = static_cast<int>(c);
+    } else {
+      FailureRecord failure;
+      failure.key = key;
+      failure.expression = e.text;
+      failure.schedule_json = candidates[c].json;
+      failure.reason = out.status + ": " + r.message;
+      db->RecordFailure(failure);
+    }
+    report.candidates.push_back(out);
+  }
+  if (!results[0].ok() && results[0].status == RunStatus::kWrongResult) {
+    throw InternalError("FixedCSR gave a wrong result on " + request.path + ": " +
+                        results[0].message);
+  }
+  if (best < 0) throw InternalError("no candidate verified on " + request.path);
+  const RunResult& fixed = results[0];
+  const RunResult& repeat = results.back();
+  report.fixed_csr_ms = fixed.ok() ? fixed.time.median_ms : 0;
+  report.fixed_csr_pack_ms = fixed.pack_ms;
+  if (fixed.ok() && repeat.ok())
+    report.noise = std::fabs(fixed.time.median_ms - repeat.time.median_ms) /
+                   std::min(fixed.time.median_ms, repeat.time.median_ms);
+  report.winner_json = candidates[best].json;
+  report.winner_source = candidates[best].source;
+  report.winner_ms = results[best].time.median_ms;
+  report.pack_ms = results[best].pack_ms;
+  report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
+  const int64_t schedule_id = db->UpsertSchedule(report.kernel, e.text, report.winner_json);
+  db->SetWinner(key, schedule_id, report.winner_ms,
+                fixed.ok() ? std::optional<double>(report.fixed_csr_ms) : std::nullopt);
+  if (!request.emit_dir.empty()) {
+    stage("emitting");
+    report.emitted_files = EmitKernel(request.emit_dir, request.kernel, e, sizes, request.dtype,
+                                      candidates[best].schedule, &tensor);
+  }
+  report.tune_ms = MsSince(start);
+  return report;
+}
+
+QueryAnswer Query(const QueryRequest& request) {
+  QueryAnswer answer;
+  answer.kernel = KernelKey(request.kernel, request.expression);
+  std::map<std::string, int64_t> dense = request.dense;
+  if (!request.path.empty()) {
+    const CooTensor tensor = ReadTensorFile(request.path);
+    answer.fingerprint = PatternFingerprint(tensor);
+    dense = DenseKey(request.expression,
+                     ResolveIndexSizes(request.expression, tensor.dims, request.dense));
+  } else {
+    answer.fingerprint = request.fingerprint;
+    std::map<std::string, int64_t> key_dense;
+    for (const auto& index : request.expression.DenseOnlyIndices()) {
+      auto it = dense.find(index);
+      if (it == dense.end())
+        throw InputError("no size for dense index " + index + " (give --dense " + index + "=N)");
+      key_dense[index] = it->second;
+    }
+    dense = key_dense;
+  }
+  if (!std::filesystem::exists(request.db_path)) return answer;
+  auto db = Database::Open(request.db_path, OpenMode::kReadOnly);
+  // The machine row as tune wrote it (compiler and flags included): times belong to it.
+  const auto machine = db->FindMachine(DetectMachine(Jit::DefaultCompiler(), Jit::Flags()));
+  if (!machine) return answer;
+  TuningKey key;
+  key.fingerprint = answer.fingerprint;
+  key.kernel = answer.kernel;
+  key.machine_id = *machine;
+  key.dense = dense;
+  key.dtype = request.dtype;
+  if (auto winner = db->FindWinner(key)) {
+    answer.hit = true;
+    answer.winner_json = winner->schedule.canonical_json;
+    answer.winner_ms = winner->time_ms;
+    answer.fixed_csr_ms = winner->fixed_csr_ms;
+    answer.updated_at = winner->updated_at;
+  }
+  return answer;
+}
+
+}  // namespace sparsetune

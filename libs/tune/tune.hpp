@@ -1,0 +1,111 @@
+// One tune, end to end: fingerprint, database lookup, candidates, pack, compile, verify, time
+// side by side, store, report. Also the database-only query that build scripts call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/dtype.hpp"
+#include "ir/expression.hpp"
+
+namespace sparsetune {
+
+struct TuneRequest {
+  std::string path;    // the sparse matrix or tensor file
+  std::string kernel;  // a named kernel, or "" for an expression
+  Expression expression;
+  std::map<std::string, int64_t> dense;  // sizes of the dense-only indices (defaults applied)
+  DType dtype = DType::kF32;
+  std::string db_path;
+  int samples = 16;  // sampled SuperSchedules (kernels with a WACO template)
+  // Kernels without a template sample from the generic sampler only when asked: its random
+  // loop trees of fused kernels are often thousands of times slower than SparseAuto's.
+  bool sample_generic = false;
+  // A run slower than this (and than 20 times FixedCSR's first run) stops that candidate.
+  double max_ms = 1000;
+  int top_k = 10;  // cost-model candidates, when a model is available
+  int sparseauto_limit = 8;
+  bool force = false;  // measure again even when a winner is stored
+  uint64_t seed = 1;
+  std::string emit_dir;  // non-empty: write the winner's standalone kernel there
+};
+
+struct TuneCandidateResult {
+  std::string schedule_json;
+  std::string source;
+  std::string status;  // "ok" or a RunStatusName
+  std::string message;
+  double time_ms = 0;
+  double pack_ms = 0;
+};
+
+struct TuneReport {
+  std::string kernel;  // the database's kernel key ("spmv", or "expr:" + expression)
+  std::string expression;
+  std::string fingerprint;
+  bool from_db = false;
+  std::string winner_json;
+  std::string winner_source;
+  double winner_ms = 0;
+  double fixed_csr_ms = 0;
+  double pack_ms = 0;             // packing into the winner's format
+  double fixed_csr_pack_ms = 0;   // packing CSR
+  int64_t break_even_calls = -1;  // -1: the winner saves nothing per call
+  double noise = 0;               // relative spread of two timings of identical FixedCSR code
+  double tune_ms = 0;
+  std::vector<TuneCandidateResult> candidates;
+  std::map<std::string, double> stage_ms;
+  std::vector<std::string> sources_used;
+  std::vector<std::string> emitted_files;
+
+  double speedup_vs_fixed_csr() const { return winner_ms > 0 ? fixed_csr_ms / winner_ms : 0; }
+  // The DESIGN.md contract fields and more.
+  nlohmann::json ToJson() const;
+};
+
+// What a long tune tells its caller while it runs.
+struct TuneProgress {
+  std::function<void(const std::string& stage)> stage;
+  std::function<void(size_t done, size_t total)> step;
+};
+
+// The database key of a kernel: its name, or "expr:" and the canonical expression.
+std::string KernelKey(const std::string& kernel, const Expression& expression);
+
+// Tunes, stores and reports. Bad input (unreadable matrix, bad sizes, unreadable database)
+// throws InputError before anything is stored.
+TuneReport Tune(const TuneRequest& request, const TuneProgress& progress = {});
+
+struct QueryRequest {
+  std::string path;         // a matrix file, or
+  std::string fingerprint;  // its fingerprint
+  std::string kernel;
+  Expression expression;
+  std::map<std::string, int64_t> dense;
+  DType dtype = DType::kF32;
+  std::string db_path;
+};
+
+struct QueryAnswer {
+  bool hit = false;
+  std::string fingerprint;
+  std::string kernel;
+  std::string winner_json;
+  double winner_ms = 0;
+  std::optional<double> fixed_csr_ms;
+  std::string updated_at;
+  nlohmann::json ToJson() const;
+};
+
+// The stored winner for this machine, kernel, dense sizes, dtype and pattern, from the
+// database alone (no compiler, no cost model). A missing database is a miss.
+QueryAnswer Query(const QueryRequest& request);
+
+}  // namespace sparsetune

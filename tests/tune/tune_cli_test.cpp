@@ -1,0 +1,111 @@
+// sparsetune tune and query as a user runs them: winners stored, answered again from the
+// database, queried without tuning, bad input refused with nothing stored.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_support.hpp"
+
+namespace sparsetune {
+namespace {
+
+using testing::RunCli;
+using testing::TempDir;
+
+const std::string kExample = std::string(SPARSETUNE_SOURCE_DIR) + "/datasets/examples/cavity24.mtx";
+
+TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
+  TempDir dir;
+  const std::string db = dir.File("t.db");
+  const auto first =
+      RunCli({"tune", kExample, "--kernel", "spmv", "--db", db, "--samples", "3", "--json"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto report = nlohmann::json::parse(first.out);
+  for (const char* field :
+       {"kernel", "fingerprint", "from_db", "winner", "fixed_csr_ms", "speedup_vs_fixed_csr",
+        "pack_ms", "break_even_calls", "candidates", "tune_ms"})
+    EXPECT_TRUE(report.contains(field)) << field;
+  EXPECT_FALSE(report["from_db"].get<bool>());
+  EXPECT_EQ(report["kernel"], "spmv");
+  const double winner = report["winner"]["time_ms"].get<double>();
+  EXPECT_GT(winner, 0);
+  // The winner is the fastest verified candidate, FixedCSR among them.
+  bool has_fixed = false;
+  for (const auto& c : report["candidates"]) {
+    has_fixed |= c["source"] == "fixed_csr";
+    if (c["status"] == "ok") {
+      EXPECT_GE(c["time_ms"].get<double>(), winner);
+    }
+  }
+  EXPECT_TRUE(has_fixed);
+  EXPECT_NEAR(report["speedup_vs_fixed_csr"].get<double>(),
+              report["fixed_csr_ms"].get<double>() / winner, 1e-9);
+
+  const auto again = RunCli({"tune", kExample, "--kernel", "spmv", "--db", db, "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto stored = nlohmann::json::parse(again.out);
+  EXPECT_TRUE(stored["from_db"].get<bool>());
+  EXPECT_EQ(stored["winner"]["schedule"], report["winner"]["schedule"]);
+
+  const auto query = RunCli({"query", kExample, "--kernel", "spmv", "--db", db, "--json"});
+  ASSERT_EQ(query.exit_code, 0) << query.err;
+  const auto answer = nlohmann::json::parse(query.out);
+  EXPECT_TRUE(answer["hit"].get<bool>());
+  EXPECT_EQ(answer["winner"]["schedule"], report["winner"]["schedule"]);
+  // By fingerprint, without the file.
+  const auto by_print =
+      RunCli({"query", "--fingerprint", report["fingerprint"], "--kernel", "spmv", "--db", db});
+  EXPECT_EQ(by_print.exit_code, 0) << by_print.err;
+  // Another kernel, another pattern: misses, exit code 1.
+  EXPECT_EQ(RunCli({"query", kExample, "--kernel", "spmm", "--db", db}).exit_code, 1);
+  const std::string other = dir.File("other.mtx",
+                                     "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 "
+                                     "1.5\n3 2 -2\n");
+  const auto miss = RunCli({"query", other, "--kernel", "spmv", "--db", db, "--json"});
+  EXPECT_EQ(miss.exit_code, 1);
+  EXPECT_FALSE(nlohmann::json::parse(miss.out)["hit"].get<bool>());
+}
+
+TEST(TuneCli, BadInputStoresNothing) {
+  TempDir dir;
+  const std::string db = dir.File("t.db");
+  const auto unknown = RunCli({"tune", kExample, "--kernel", "spmvv", "--db", db});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown kernel"), std::string::npos) << unknown.err;
+  const std::string bad =
+      dir.File("bad.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 x\n");
+  const auto malformed = RunCli({"tune", bad, "--kernel", "spmv", "--db", db});
+  EXPECT_EQ(malformed.exit_code, 2);
+  EXPECT_NE(malformed.err.find("bad.mtx"), std::string::npos) << malformed.err;
+  EXPECT_NE(malformed.err.find("bad.mtx:3"), std::string::npos) << malformed.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  // A query on a database that does not exist is a miss, not an error.
+  EXPECT_EQ(RunCli({"query", kExample, "--kernel", "spmv", "--db", db}).exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+TEST(TuneCli, FusedKernelsTakeSparseAutoCandidates) {
+  TempDir dir;
+  const auto r = RunCli({"tune", kExample, "--kernel", "spmm_gemm", "--dense", "k=8,l=8", "--db",
+                         dir.File("t.db"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  bool sparseauto = false;
+  for (const auto& c : report["candidates"]) sparseauto |= c["source"] == "sparseauto";
+  EXPECT_TRUE(sparseauto);
+}
+
+TEST(TuneCli, EmitsAStandaloneKernel) {
+  TempDir dir;
+  const auto r = RunCli({"tune", kExample, "--kernel", "spmv", "--db", dir.File("t.db"),
+                         "--samples", "0", "--emit", dir.path() + "/out", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* file :
+       {"sparsetune_spmv.h", "sparsetune_spmv.cpp", "sparsetune_spmv.schedule.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out/" + file)) << file;
+}
+
+}  // namespace
+}  // namespace sparsetune
