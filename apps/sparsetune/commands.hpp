@@ -18,5 +18,6 @@ void RegisterCollect(CLI::App& app, Context& context);
 void RegisterDb(CLI::App& app, Context& context);
 void RegisterTune(CLI::App& app, Context& context);
 void RegisterQuery(CLI::App& app, Context& context);
+void RegisterBench(CLI::App& app, Context& context);
 
 }  // namespace sparsetune::cli

@@ -1,0 +1,319 @@
+// sparsetune bench: sparsetune's kernels beside the library calls a user would otherwise make
+// (Eigen, librsb, SuiteSparse:GraphBLAS), on the same operands and threads, each verified, all
+// timed together in shuffled rounds.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/errors.hpp"
+#include "base/threads.hpp"
+#include "baselines/baseline.hpp"
+#include "collect/candidates.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "io/read.hpp"
+#include "measure/runner.hpp"
+#include "measure/timing.hpp"
+#include "tensor/fingerprint.hpp"
+#include "tune/candidates.hpp"
+#include "tune/tune.hpp"
+
+namespace sparsetune::cli {
+
+namespace {
+
+struct BenchOptions {
+  std::string file;
+  KernelOptions kernel;
+  int threads = 0;
+  std::vector<std::string> schedules;
+  int samples = 0;
+  bool libraries = true;
+  std::string db;
+  double min_ms = 300;
+  bool json = false;
+};
+
+// STREAM-triad-like: a = b + s * c over arrays well beyond the last-level cache, all threads;
+// the best of a few runs, counting the three arrays once each.
+double BandwidthProbeGbs(int threads) {
+  const int64_t n = int64_t(1) << 24;  // 16M doubles: 128 MB per array
+  std::vector<double> a(n), b(n), c(n);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t k = 0; k < n; ++k) {
+    a[k] = 0;
+    b[k] = 1.0 + double(k % 7);
+    c[k] = 2.0 - double(k % 5);
+  }
+  double best = 1e30;
+  for (int rep = 0; rep < 6; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t k = 0; k < n; ++k) a[k] = b[k] + 0.5 * c[k];
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  volatile double sink = a[n / 3];
+  (void)sink;
+  return 3.0 * n * sizeof(double) / best / 1e9;
+}
+
+// The least bytes a kernel must move: the sparse operand in CSR (values and 32-bit column
+// indices, row pointers) and each dense operand and output once.
+double EffectiveBytes(const std::string& kernel, const CooTensor& t, const IndexSizes& sizes,
+                      DType dtype) {
+  const double v = double(DTypeSize(dtype)), nnz = double(t.nnz());
+  const double rows = double(t.dims[0]), cols = double(t.dims[1]);
+  const double csr = nnz * (v + 4) + (rows + 1) * 4;
+  if (kernel == "spmv") return csr + (cols + rows) * v;
+  if (kernel == "spmm") return csr + (cols + rows) * double(sizes.at("j")) * v;
+  return csr + nnz * v + (rows + cols) * double(sizes.at("k")) * v;  // sddmm
+}
+
+struct Contender {
+  std::string name;
+  std::string kind;  // "sparsetune" or "library"
+  std::function<void()> call;
+  bool verified = false;
+  std::string message;
+  double prepare_ms = 0;
+  TimingResult time;
+};
+
+bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, std::string* why) {
+  const double rtol = dtype == DType::kF32 ? 2e-4 : 1e-10;
+  if (got.size() != static_cast<int64_t>(ref.values.size())) {
+    *why = "output has " + std::to_string(got.size()) + " values, expected " +
+           std::to_string(ref.values.size());
+    return false;
+  }
+  for (int64_t q = 0; q < got.size(); ++q) {
+    const double error = std::fabs(got.Get(q) - ref.values[q]);
+    if (!(error <= rtol * std::max(1.0, ref.magnitudes[q]))) {
+      *why = "element " + std::to_string(q) + ": got " + std::to_string(got.Get(q)) +
+             ", expected " + std::to_string(ref.values[q]);
+      return false;
+    }
+  }
+  return true;
+}
+
+void RunBench(const BenchOptions& o) {
+  ResolvedKernel k = ResolveKernel(o.kernel);
+  if (!HasBaselines(k.name))
+    throw InputError("bench compares spmv, spmm and sddmm with the libraries; " + k.name +
+                     " has no library kernel");
+  const int threads = o.threads > 0 ? o.threads : HardwareThreads();
+  std::vector<Schedule> extra;
+  for (const auto& path : o.schedules) {
+    Schedule s = LoadSchedule(path, k.expression);
+    LowerOutcome lowered = Lower(k.expression, s);
+    if (!lowered.nest) throw InputError(path, 0, "invalid schedule: " + lowered.error);
+    extra.push_back(s);
+  }
+  CooTensor tensor = ReadTensorFile(o.file);
+  if (tensor.order() != 2) throw InputError(o.file + ": bench takes matrices");
+  // Every contender reads the same non-constant values (GraphBLAS skips the reads of a
+  // constant operand): a pattern-only file gets generated ones.
+  if (tensor.pattern_only) {
+    ValueBuffer values(DType::kF64, tensor.nnz());
+    FillDeterministic(values, "A");
+    for (int64_t e = 0; e < tensor.nnz(); ++e) tensor.values[e] = values.Get(e);
+  }
+  const IndexSizes sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
+  Jit jit;
+  KernelRunner runner(k.expression, tensor, sizes, k.dtype, jit);
+  const ReferenceResult& ref = runner.reference();
+
+  std::vector<std::unique_ptr<Contender>> contenders;
+  std::vector<PreparedKernel> prepared;
+  prepared.reserve(64);
+  auto add_schedule = [&](const std::string& name, Schedule s) {
+    RunOptions options;
+    options.threads = threads;
+    prepared.push_back(runner.Prepare(s, options));
+    const PreparedKernel& p = prepared.back();
+    auto c = std::make_unique<Contender>();
+    c->name = name;
+    c->kind = "sparsetune";
+    c->verified = p.result().verified;
+    c->message =
+        p.ok() ? "" : std::string(RunStatusName(p.result().status)) + ": " + p.result().message;
+    c->prepare_ms = p.result().pack_ms;
+    const size_t index = prepared.size() - 1;
+    c->call = [&prepared, index] { prepared[index].Call(); };
+    contenders.push_back(std::move(c));
+  };
+  add_schedule("fixed_csr", FixedCsrSchedule(k.expression));
+  int h = 0;
+  for (const auto& c : HeuristicCandidates(k.name, k.expression, sizes))
+    add_schedule("heuristic_" + std::to_string(++h), c.schedule);
+  {
+    QueryRequest q;
+    q.fingerprint = PatternFingerprint(tensor);
+    q.kernel = k.name;
+    q.expression = k.expression;
+    q.dense = k.dense_sizes;
+    q.dtype = k.dtype;
+    q.db_path = DatabasePathOrDefault(o.db);
+    const QueryAnswer answer = Query(q);
+    if (answer.hit)
+      add_schedule("tuned", Schedule::FromJson(nlohmann::json::parse(answer.winner_json), "db"));
+  }
+  for (size_t s = 0; s < extra.size(); ++s) add_schedule(o.schedules[s], extra[s]);
+  if (o.samples > 0) {
+    CandidateOptions options;
+    options.samples = o.samples;
+    int n = 0;
+    for (const auto& c :
+         SampleCandidates(k.name, k.expression, sizes, PatternFingerprint(tensor), options)) {
+      if (c.source == "sampled") add_schedule("sampled_" + std::to_string(++n), c.schedule);
+    }
+  }
+  std::vector<std::unique_ptr<Baseline>> libraries;
+  if (o.libraries) {
+    BaselineOperands operands;
+    operands.kernel = k.name;
+    operands.expression = &k.expression;
+    operands.sparse = &tensor;
+    operands.inputs = &runner.inputs();
+    operands.sizes = sizes;
+    operands.dtype = k.dtype;
+    operands.threads = threads;
+    libraries = MakeBaselines(operands);
+    for (auto& library : libraries) {
+      auto c = std::make_unique<Contender>();
+      c->name = library->name();
+      c->kind = "library";
+      try {
+        library->Prepare();
+        library->Call();
+        c->verified = Matches(library->Output(), ref, k.dtype, &c->message);
+      } catch (const std::exception& e) {
+        c->message = e.what();
+      }
+      c->prepare_ms = library->prepare_ms;
+      Baseline* raw = library.get();
+      c->call = [raw] { raw->Call(); };
+      contenders.push_back(std::move(c));
+    }
+  }
+
+  // Only verified contenders are timed, all together.
+  PinOpenMpThreads();
+  std::vector<std::function<void()>> runs;
+  std::vector<Contender*> timed;
+  for (auto& c : contenders) {
+    if (!c->verified) continue;
+    runs.push_back(c->call);
+    timed.push_back(c.get());
+  }
+  TimingOptions timing;
+  timing.min_reps = 10;
+  timing.min_total_ms = o.min_ms;
+  timing.max_reps = 1000;
+  const std::vector<TimingResult> times = TimeInterleaved(runs, timing, 7);
+  for (size_t t = 0; t < timed.size(); ++t) timed[t]->time = times[t];
+  const double probe = BandwidthProbeGbs(threads);
+  const double bytes = EffectiveBytes(k.name, tensor, sizes, k.dtype);
+
+  const Contender* fixed = contenders[0].get();
+  const Contender* best_library = nullptr;
+  const Contender* best_own = nullptr;
+  for (const auto& c : contenders) {
+    if (!c->verified) continue;
+    const Contender*& best = c->kind == "library" ? best_library : best_own;
+    if (!best || c->time.median_ms < best->time.median_ms) best = c.get();
+  }
+  nlohmann::json out;
+  out["file"] = o.file;
+  out["kernel"] = k.name;
+  out["rows"] = tensor.dims[0];
+  out["cols"] = tensor.dims[1];
+  out["nnz"] = tensor.nnz();
+  out["threads"] = threads;
+  out["bandwidth_probe_gbs"] = probe;
+  out["effective_bytes"] = bytes;
+  out["results"] = nlohmann::json::array();
+  out["effective_gbs"] = nlohmann::json::object();
+  for (const auto& c : contenders) {
+    nlohmann::json r = {{"name", c->name},
+                        {"kind", c->kind},
+                        {"verified", c->verified},
+                        {"prepare_ms", c->prepare_ms}};
+    if (c->verified) {
+      r["time_ms"] = c->time.median_ms;
+      r["min_ms"] = c->time.min_ms;
+      r["max_ms"] = c->time.max_ms;
+      r["reps"] = c->time.reps;
+      r["effective_gbs"] = bytes / c->time.median_ms / 1e6;
+      out["effective_gbs"][c->name] = bytes / c->time.median_ms / 1e6;
+    } else {
+      r["time_ms"] = nullptr;
+      r["message"] = c->message;
+    }
+    out["results"].push_back(r);
+  }
+  if (best_own) out["best_sparsetune"] = best_own->name;
+  if (best_library) out["best_library"] = best_library->name;
+  if (best_own && best_library)
+    out["speedup_vs_best_library"] = best_library->time.median_ms / best_own->time.median_ms;
+  if (best_own && fixed->verified)
+    out["speedup_vs_fixed_csr"] = fixed->time.median_ms / best_own->time.median_ms;
+  if (o.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s  %s  %lld x %lld, %lld nonzeros, %d threads; probe %.1f GB/s\n", o.file.c_str(),
+              k.name.c_str(), (long long)tensor.dims[0], (long long)tensor.dims[1],
+              (long long)tensor.nnz(), threads, probe);
+  std::printf("  %-22s %12s %10s %9s %10s\n", "contender", "median ms", "GB/s", "prepare",
+              "vs FixedCSR");
+  for (const auto& c : contenders) {
+    if (!c->verified) {
+      std::printf("  %-22s   not verified: %s\n", c->name.c_str(), c->message.c_str());
+      continue;
+    }
+    std::printf("  %-22s %12.4f %10.1f %8.0fms %10.2fx\n", c->name.c_str(), c->time.median_ms,
+                bytes / c->time.median_ms / 1e6, c->prepare_ms,
+                fixed->verified ? fixed->time.median_ms / c->time.median_ms : 0.0);
+  }
+  if (best_own && best_library)
+    std::printf("  best sparsetune (%s) vs best library (%s): %.2fx\n", best_own->name.c_str(),
+                best_library->name.c_str(),
+                best_library->time.median_ms / best_own->time.median_ms);
+}
+
+}  // namespace
+
+void RegisterBench(CLI::App& app, Context& context) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "bench",
+      "sparsetune's kernels (FixedCSR, the heuristic schedules, the stored winner, given "
+      "schedules) beside Eigen, librsb and GraphBLAS on the same operands, all verified and timed "
+      "together");
+  sub->add_option("FILE", o->file, "Sparse matrix file")->required();
+  AddKernelOptions(sub, o->kernel);
+  sub->add_option("--threads,-t", o->threads, "Threads for every contender (default: all)");
+  sub->add_option("--schedule,-s", o->schedules, "Also a schedule JSON file (repeatable)");
+  sub->add_option("--samples", o->samples, "Also this many sampled SuperSchedules");
+  sub->add_flag("--no-libraries{false}", o->libraries, "Only sparsetune's kernels");
+  AddDatabaseOption(sub, o->db);
+  sub->add_option("--min-ms", o->min_ms, "Timed rounds last at least this long per contender")
+      ->capture_default_str();
+  sub->add_flag("--json", o->json, "One JSON object on stdout");
+  sub->callback([o] { RunBench(*o); });
+}
+
+}  // namespace sparsetune::cli
