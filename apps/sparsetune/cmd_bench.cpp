@@ -42,6 +42,7 @@ struct BenchOptions {
   std::string db;
   double min_ms = 300;
   bool json = false;
+  bool csv = false;
 };
 
 // STREAM-triad-like: a = b + s * c over arrays well beyond the last-level cache, all threads;
@@ -274,6 +275,16 @@ void RunBench(const BenchOptions& o) {
     std::cout << out.dump(2) << "\n";
     return;
   }
+  if (o.csv) {
+    // file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs
+    for (const auto& c : contenders) {
+      std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g\n", o.file.c_str(), k.name.c_str(),
+                  (long long)tensor.nnz(), c->name.c_str(), c->kind.c_str(),
+                  c->verified ? "true" : "false", c->verified ? c->time.median_ms : 0.0,
+                  c->verified ? bytes / c->time.median_ms / 1e6 : 0.0, c->prepare_ms, probe);
+    }
+    return;
+  }
   std::printf("%s  %s  %lld x %lld, %lld nonzeros, %d threads; probe %.1f GB/s\n", o.file.c_str(),
               k.name.c_str(), (long long)tensor.dims[0], (long long)tensor.dims[1],
               (long long)tensor.nnz(), threads, probe);
@@ -313,6 +324,9 @@ void RegisterBench(CLI::App& app, Context& context) {
   sub->add_option("--min-ms", o->min_ms, "Timed rounds last at least this long per contender")
       ->capture_default_str();
   sub->add_flag("--json", o->json, "One JSON object on stdout");
+  sub->add_flag("--csv", o->csv,
+                "One line per contender: file, kernel, nnz, contender, kind, verified, time_ms, "
+                "effective_gbs, prepare_ms, probe_gbs");
   sub->callback([o] { RunBench(*o); });
 }
 

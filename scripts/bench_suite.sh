@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Benchmarks sparsetune against Eigen, librsb and GraphBLAS over a suite of matrices: every
+# shared real matrix above 50k nonzeros, plus generated DRAM-resident ones (10M+ nonzeros:
+# uniform, power law, banded, blocked, and resizes of real matrices). Each matrix is tuned
+# (`sparsetune tune`, into a suite database), then benchmarked (`sparsetune bench --json`):
+# FixedCSR, the heuristic schedules, the tuned winner and the libraries, timed together.
+#
+# Writes results.csv (one row per matrix, kernel and contender) and summary.txt (geomean of
+# the best sparsetune kernel against each library, the best library and FixedCSR) into the
+# output folder, and plots (gnuplot, installed on demand from Debian: gnuplot-nox):
+# speedup.svg (per matrix, best sparsetune over each library) and bandwidth.svg (effective
+# bandwidth against nonzeros).
+#
+# Usage: scripts/bench_suite.sh [options]
+#   --kernels "spmv spmm sddmm"   kernels (default all three; spmm and sddmm on matrices up to
+#                                 --dense-max-nnz nonzeros)
+#   --quick                       shared matrices only (no generated DRAM-resident ones)
+#   --large-nnz N                 nonzeros of the generated matrices (default 20M)
+#   --dense-max-nnz N             largest matrix for spmm and sddmm (default 2M)
+#   --out DIR                     output folder (default bench-results/ in the checkout; ignored by git)
+#   --cache DIR                   generated matrices (default $XDG_CACHE_HOME/sparsetune/bench)
+#   --shared DIR                  the shared datasets folder (default ../shared/datasets)
+# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+kernels="spmv spmm sddmm"
+quick=0
+large_nnz=20000000
+dense_max=2000000
+out=$root/bench-results
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/sparsetune/bench
+shared=${SPARSETUNE_SHARED_DATASETS:-$root/../shared/datasets}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --kernels) kernels=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --large-nnz) large_nnz=$2; shift 2 ;;
+    --dense-max-nnz) dense_max=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --cache) cache=$2; shift 2 ;;
+    --shared) shared=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench_suite.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+if [ -n "${SPARSETUNE_BIN:-}" ]; then read -ra bin <<< "$SPARSETUNE_BIN"; else bin=(bash "$root/scripts/sparsetune"); fi
+mkdir -p "$out" "$cache"
+db=$out/suite.db
+
+# The suite: name, file, nonzeros.
+suite=()
+if [ -f "$shared/MANIFEST.tsv" ]; then
+  while IFS=$'\t' read -r name _ _ _ _ nnz _; do
+    [[ $name == name || -z $name ]] && continue
+    [ "$nnz" -gt 50000 ] && suite+=("$name|$shared/matrices/$name.mtx|$nnz")
+  done < "$shared/MANIFEST.tsv"
+fi
+if [ "$quick" -eq 0 ]; then
+  rows=$((large_nnz / 10))
+  generate() {  # name, gen arguments...
+    local name=$1; shift
+    local file=$cache/$name.mtx
+    [ -f "$file" ] || "${bin[@]}" gen "$@" -o "$file.tmp.mtx" >&2 && mv -f "$file.tmp.mtx" "$file" 2>/dev/null || true
+    suite+=("$name|$file|$large_nnz")
+  }
+  generate uniform_large uniform --rows "$rows" --cols "$rows" --nnz "$large_nnz" --seed 11
+  generate powerlaw_large powerlaw --rows "$rows" --cols "$rows" --nnz "$large_nnz" --seed 12
+  generate banded_large banded --rows "$rows" --cols "$rows" --bandwidth 8 --fill 0.6 --seed 13
+  generate blocked_large blocked --rows "$rows" --block 4 --nnz "$large_nnz" --block-fill 0.8 --seed 14
+  for real in pf2177 bcsstk38 cavity24; do
+    [ -f "$shared/matrices/$real.mtx" ] || continue
+    generate "${real}_resize" resize "$shared/matrices/$real.mtx" --rows "$rows" --cols "$rows" --seed 15
+  done
+fi
+
+csv=$out/results.csv
+echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs" > "$csv"
+for entry in "${suite[@]}"; do
+  IFS='|' read -r name file nnz <<< "$entry"
+  [ -f "$file" ] || { echo "bench_suite.sh: missing $file; skipped" >&2; continue; }
+  for kernel in $kernels; do
+    if [ "$kernel" != spmv ] && [ "$nnz" -gt "$dense_max" ]; then continue; fi
+    echo "== $name $kernel ($nnz nonzeros)" >&2
+    "${bin[@]}" tune "$file" --kernel "$kernel" --db "$db" >&2 || { echo "bench_suite.sh: tune failed on $name" >&2; continue; }
+    "${bin[@]}" bench "$file" --kernel "$kernel" --db "$db" --csv |
+      awk -F, -v m="$name" 'BEGIN { OFS = "," } { $1 = m; print }' >> "$csv" ||
+      echo "bench_suite.sh: bench failed on $name" >&2
+  done
+done
+
+# Geomeans per kernel: best sparsetune kernel against each library, the best library, FixedCSR.
+summary=$out/summary.txt
+awk -F, 'NR > 1 && $6 == "true" {
+    key = $1 "," $2
+    if ($5 == "sparsetune") { if (!(key in own) || $7 < own[key]) own[key] = $7 }
+    else { lib[key "," $4] = $7; if (!(key in bestlib) || $7 < bestlib[key]) bestlib[key] = $7 }
+    if ($4 == "fixed_csr") fixed[key] = $7
+    kernels[$2] = 1; libs[$4] = ($5 == "library")
+  }
+  END {
+    printf "%-8s %-22s %8s %6s\n", "kernel", "best sparsetune vs", "geomean", "count"
+    for (k in kernels) {
+      for (l in libs) {
+        if (!libs[l]) continue
+        s = 0; c = 0
+        for (key in own) { split(key, p, ","); if (p[2] != k || !((key "," l) in lib)) continue
+          s += log(lib[key "," l] / own[key]); ++c }
+        if (c) printf "%-8s %-22s %7.2fx %6d\n", k, l, exp(s / c), c
+      }
+      s = 0; c = 0; f = 0; cf = 0
+      for (key in own) { split(key, p, ","); if (p[2] != k) continue
+        if (key in bestlib) { s += log(bestlib[key] / own[key]); ++c }
+        if (key in fixed) { f += log(fixed[key] / own[key]); ++cf } }
+      if (c) printf "%-8s %-22s %7.2fx %6d\n", k, "best library", exp(s / c), c
+      if (cf) printf "%-8s %-22s %7.2fx %6d\n", k, "FixedCSR", exp(f / cf), cf
+    }
+  }' "$csv" | tee "$summary"
+
+# Plots: installed on demand, so the default set-up stays lean.
+if ! command -v gnuplot > /dev/null; then
+  echo "bench_suite.sh: installing gnuplot-nox for the plots" >&2
+  sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends gnuplot-nox >&2 || true
+fi
+if command -v gnuplot > /dev/null; then
+  awk -F, 'NR > 1 && $6 == "true" { key = $1 " " $2
+      if ($5 == "sparsetune") { if (!(key in own) || $7 < own[key]) own[key] = $7 } else lib[key, $4] = $7
+      names[$4] = ($5 == "library") }
+    END { for (key in own) { line = key; for (l in names) if (names[l]) line = line " " ((key SUBSEP l) in lib ? lib[key, l] / own[key] : "NaN"); print line }
+          printf "#"; for (l in names) if (names[l]) printf " %s", l; print "" }' "$out/results.csv" | sort > "$out/speedup.dat"
+  header=$(grep '^#' "$out/speedup.dat" | sed 's/^# //')
+  plot="" ; col=3
+  for l in $header; do plot="$plot${plot:+, }'$out/speedup.dat' using $col:xtic(1) title '$l'"; col=$((col + 1)); done
+  gnuplot <<GNUPLOT
+set terminal svg size 1200,600 font "sans,11"
+set output "$out/speedup.svg"
+set title "Best sparsetune kernel over each library (above 1: sparsetune faster)"
+set style data histogram
+set style fill solid 0.8
+set xtics rotate by -45
+set logscale y 2
+set ylabel "speedup"
+set grid ytics
+plot $plot, 1 with lines lc rgb "black" notitle
+GNUPLOT
+  awk -F, 'NR > 1 && $6 == "true" { print $3, $8, $5 }' "$out/results.csv" > "$out/bandwidth.dat"
+  gnuplot <<GNUPLOT
+set terminal svg size 900,600 font "sans,11"
+set output "$out/bandwidth.svg"
+set title "Effective bandwidth against nonzeros"
+set logscale x
+set xlabel "nonzeros"
+set ylabel "GB/s"
+set grid
+plot "< grep sparsetune $out/bandwidth.dat" using 1:2 title "sparsetune" pt 7, "< grep library $out/bandwidth.dat" using 1:2 title "libraries" pt 5
+GNUPLOT
+  echo "plots: $out/speedup.svg $out/bandwidth.svg" >&2
+fi
+echo "results: $csv, $summary" >&2
