@@ -19,5 +19,6 @@ void RegisterDb(CLI::App& app, Context& context);
 void RegisterTune(CLI::App& app, Context& context);
 void RegisterQuery(CLI::App& app, Context& context);
 void RegisterBench(CLI::App& app, Context& context);
+void RegisterTrain(CLI::App& app, Context& context);
 
 }  // namespace sparsetune::cli

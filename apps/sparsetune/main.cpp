@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   sparsetune::cli::RegisterTune(app, context);
   sparsetune::cli::RegisterQuery(app, context);
   sparsetune::cli::RegisterBench(app, context);
+  sparsetune::cli::RegisterTrain(app, context);
   sparsetune::cli::RegisterDb(app, context);
   try {
     app.parse(argc, argv);

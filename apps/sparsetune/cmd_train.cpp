@@ -1,0 +1,112 @@
+// sparsetune train: a cost model from the measurements in a schedule database.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "base/errors.hpp"
+#include "base/paths.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "costmodel/model_files.hpp"
+#include "costmodel/training.hpp"
+
+namespace sparsetune::cli {
+
+namespace {
+
+struct TrainCommandOptions {
+  std::string kernel;
+  std::string db;
+  std::string out;
+  int epochs = 20;
+  std::string validation;
+  std::string shared;
+  std::string corpus_cache;
+  uint64_t seed = 1;
+  int max_matrices = 0;
+  int64_t max_sites = int64_t(1) << 16;
+  double learning_rate = 1e-4;
+  bool json = false;
+};
+
+void RunTrain(const TrainCommandOptions& o) {
+  if (o.epochs < 1) throw InputError("--epochs must be at least 1");
+  namespace fs = std::filesystem;
+  const fs::path checkout = fs::path(DefaultModelsDirectory()).parent_path();
+  TrainOptions options;
+  options.kernel = o.kernel;
+  options.db_path = DatabasePathOrDefault(o.db);
+  if (!fs::exists(options.db_path)) throw InputError(options.db_path, 0, "no such database");
+  options.out_dir =
+      o.out.empty() ? (fs::path(DefaultModelsDirectory()) / o.kernel).string() : o.out;
+  options.validation_list =
+      o.validation.empty() ? (checkout / "datasets/corpus/validation.txt").string() : o.validation;
+  const char* shared_env = std::getenv("SPARSETUNE_SHARED_DATASETS");
+  options.shared_dir = !o.shared.empty() ? o.shared
+                       : shared_env      ? std::string(shared_env)
+                                         : (checkout.parent_path() / "shared/datasets").string();
+  const char* cache_env = std::getenv("SPARSETUNE_CORPUS_CACHE");
+  options.corpus_cache = !o.corpus_cache.empty() ? o.corpus_cache
+                         : cache_env             ? std::string(cache_env)
+                                                 : XdgCacheHome() + "/sparsetune/corpus";
+  options.epochs = o.epochs;
+  options.seed = o.seed;
+  options.max_matrices = o.max_matrices;
+  options.grid.max_sites = o.max_sites;
+  options.learning_rate = o.learning_rate;
+  options.log = [](const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  };
+  const nlohmann::json metrics = TrainCostModel(options);
+  if (o.json) {
+    std::cout << metrics.dump(2) << "\n";
+    return;
+  }
+  auto row = [&](const char* label, const nlohmann::json& m) {
+    std::printf(
+        "  %-18s pairwise %.3f  tau %.3f  top1 %.3f  top10 %.3f  within10%% %.2f  captured %.2f\n",
+        label, m["pairwise_accuracy"].get<double>(), m["kendall_tau"].get<double>(),
+        m["top1_regret"].get<double>(), m["top10_regret"].get<double>(),
+        m["top10_within_10pct"].get<double>(), m["oracle_speedup_captured"].get<double>());
+  };
+  std::printf("%s model in %s (%d validation patterns)\n", o.kernel.c_str(),
+              options.out_dir.c_str(), metrics["validation_patterns"].get<int>());
+  row("WACONet", metrics["validation"]);
+  row("summary features", metrics["summary_features"]);
+}
+
+}  // namespace
+
+void RegisterTrain(CLI::App& app, Context& context) {
+  auto o = std::make_shared<TrainCommandOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "train",
+      "Train the cost model of a kernel (WACONet, schedule embedder, head) on the measurements in "
+      "the database, and the summary-feature model beside it for comparison");
+  sub->add_option("--kernel,-k", o->kernel, "spmv, spmm, sddmm or mttkrp")
+      ->required()
+      ->check(CLI::IsMember({"spmv", "spmm", "sddmm", "mttkrp"}));
+  AddDatabaseOption(sub, o->db);
+  sub->add_option("--out", o->out, "Model folder (default: models/<kernel> in the checkout)");
+  sub->add_option("--epochs", o->epochs, "Passes over the training patterns")
+      ->capture_default_str();
+  sub->add_option("--validation", o->validation,
+                  "Held-out files, relative to the shared datasets (default "
+                  "datasets/corpus/validation.txt)");
+  sub->add_option("--shared", o->shared, "The shared datasets folder");
+  sub->add_option("--corpus-cache", o->corpus_cache, "Where the generated corpus files are");
+  sub->add_option("--seed", o->seed, "Seed of the initialization and the batches")
+      ->capture_default_str();
+  sub->add_option("--max-matrices", o->max_matrices, "Train on at most this many patterns");
+  sub->add_option("--max-sites", o->max_sites,
+                  "Patterns with more active cells are pooled onto a coarser grid")
+      ->capture_default_str();
+  sub->add_option("--learning-rate", o->learning_rate, "Adam's step size")->capture_default_str();
+  sub->add_flag("--json", o->json, "metrics.json on stdout");
+  sub->callback([o] { RunTrain(*o); });
+}
+
+}  // namespace sparsetune::cli

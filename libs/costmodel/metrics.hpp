@@ -1,0 +1,35 @@
+// How well a model ranks the measured schedules of held-out matrices. Plain C++.
+#pragma once
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sparsetune {
+
+// One matrix: the measured median times of its schedules, the model's scores for them (lower
+// means predicted faster) and FixedCSR's time.
+struct RankedMatrix {
+  std::vector<double> times;
+  std::vector<double> scores;
+  double fixed_csr_ms = 0;
+};
+
+struct RankingMetrics {
+  double pairwise_accuracy = 0;   // pairs with different times ordered as measured
+  double kendall_tau = 0;         // mean over matrices
+  double top1_regret = 0;         // geomean of (time of the model's first) / (best time)
+  double top10_regret = 0;        // geomean of (best time among the model's top 10) / (best)
+  double top10_within_10pct = 0;  // share of matrices whose top-10 regret is at most 1.1
+  // Geomean speedup over FixedCSR of measuring the model's top 10, over the oracle's (the
+  // best measured schedule) geomean speedup, in log space: 1 captures all of it.
+  double oracle_speedup_captured = 0;
+  double top10_speedup = 0;   // geomean over FixedCSR of the best of the model's top 10
+  double oracle_speedup = 0;  // geomean over FixedCSR of the best measured schedule
+  int matrices = 0;
+  nlohmann::json ToJson() const;
+};
+
+RankingMetrics EvaluateRanking(const std::vector<RankedMatrix>& matrices);
+
+}  // namespace sparsetune

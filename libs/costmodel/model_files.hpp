@@ -1,0 +1,53 @@
+// A trained model's folder (models/<kernel>/): what it holds and the checks that every command
+// loading it runs first, so a model that is missing, truncated, for another kernel or for
+// another template version is refused with the file named.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/pattern_features.hpp"
+#include "superschedule/waco_template.hpp"
+
+namespace sparsetune {
+
+// model.json         kernel, template version and layout, normalization statistics
+// waconet.pt         WACONet (LibTorch archive)
+// embedder.pt        the schedule embedder (LibTorch archive)
+// head.bin           the head (plain floats: MlpHead)
+// schedules.jsonl.gz the schedule set the search indexes, one SuperSchedule per line
+// metrics.json       validation metrics of this model and of the summary-feature model
+struct ModelManifest {
+  std::string kernel;
+  int template_version = 0;
+  EncodingLayout layout;
+  int embedding_size = 128;
+  GridBudget grid;
+  std::vector<float> side_mean, side_std;  // SideFeatures standardization
+  nlohmann::json ToJson() const;
+};
+
+constexpr const char* kModelManifest = "model.json";
+constexpr const char* kModelWacoNet = "waconet.pt";
+constexpr const char* kModelEmbedder = "embedder.pt";
+constexpr const char* kModelHead = "head.bin";
+constexpr const char* kModelSchedules = "schedules.jsonl.gz";
+constexpr const char* kModelMetrics = "metrics.json";
+
+// Reads and checks <dir>/model.json against the kernel and this build's template; checks that
+// every other file is there. Throws InputError naming the file and the cause.
+ModelManifest ReadModelManifest(const std::string& dir, const std::string& kernel);
+
+// The schedule set, checked against the template (InputError naming the file and line).
+std::vector<SuperSchedule> ReadScheduleSet(const std::string& path, const WacoTemplate& waco);
+void WriteScheduleSet(const std::string& path, const std::vector<SuperSchedule>& schedules);
+
+// The SuperSchedule of a JSON object written by SuperSchedule::ToJson.
+SuperSchedule SuperScheduleFromJson(const nlohmann::json& json, const std::string& what);
+
+// models/ in the source tree this build came from ($SPARSETUNE_MODELS overrides).
+std::string DefaultModelsDirectory();
+
+}  // namespace sparsetune

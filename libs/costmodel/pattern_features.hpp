@@ -1,0 +1,42 @@
+// What the cost model sees of a sparsity pattern, in plain C++ (no LibTorch): the sites of a
+// 2-D grid for WACONet, the three side inputs, and the summary numbers of the comparison model.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/coo.hpp"
+
+namespace sparsetune {
+
+// The pattern as active sites of a 2-D grid. A matrix maps (i, j) to its cell; a tensor of
+// higher order is unfolded first (mode 0 against the others, last mode fastest). Patterns
+// larger than the budget are coarsened: rows and columns are pooled by powers of two until
+// the grid is at most `max_extent` on a side and holds at most `max_sites` active cells, and
+// each cell's feature is log2(1 + the entries it pools); an unpooled entry has feature 1, as
+// WACO's constant input.
+struct PatternGrid {
+  int64_t rows = 0, cols = 0;
+  int row_shift = 0, col_shift = 0;
+  std::vector<int32_t> coords;  // row, col per site
+  std::vector<float> features;  // one per site
+  int64_t sites() const { return static_cast<int64_t>(features.size()); }
+};
+
+struct GridBudget {
+  int64_t max_sites = int64_t(1) << 17;
+  int64_t max_extent = int64_t(1) << 14;
+};
+
+PatternGrid Featurize(const CooTensor& tensor, const GridBudget& budget = {});
+
+// WACONet's side inputs: log2 of rows, columns (the unfolded ones for tensors) and entries.
+std::vector<float> SideFeatures(const CooTensor& tensor);
+
+// WACO's "HumanFeature" comparison, widened with row statistics: log2 rows, cols, nnz and
+// density, mean, relative spread and log2 maximum of the row lengths, share of empty rows,
+// bandwidth over columns, share on the diagonal.
+std::vector<float> SummaryFeatures(const CooTensor& tensor);
+constexpr int kSummaryFeatures = 10;
+
+}  // namespace sparsetune

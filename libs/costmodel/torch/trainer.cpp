@@ -1,0 +1,311 @@
+// Training: WACONet and the schedule embedder and head, on a pairwise ranking loss within each
+// matrix; then the same embedder and head on summary features, for comparison.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "base/errors.hpp"
+#include "base/threads.hpp"
+#include "costmodel/head.hpp"
+#include "costmodel/metrics.hpp"
+#include "costmodel/model_files.hpp"
+#include "costmodel/torch/networks.hpp"
+#include "costmodel/torch/torch_model.hpp"
+#include "costmodel/training_data.hpp"
+#include "io/read.hpp"
+
+namespace sparsetune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// What one matrix contributes: its pattern's features (computed once) and its measurements.
+struct Example {
+  const TrainingMatrix* matrix = nullptr;
+  PatternGrid grid;
+  std::vector<float> side;     // raw
+  std::vector<float> summary;  // raw
+};
+
+void Standardize(std::vector<float>& v, const std::vector<float>& mean,
+                 const std::vector<float>& stddev) {
+  for (size_t k = 0; k < v.size(); ++k) v[k] = (v[k] - mean[k]) / stddev[k];
+}
+
+void MeanAndStd(const std::vector<std::vector<float>>& rows, std::vector<float>* mean,
+                std::vector<float>* stddev) {
+  const size_t d = rows.empty() ? 0 : rows[0].size();
+  mean->assign(d, 0);
+  stddev->assign(d, 0);
+  for (const auto& r : rows)
+    for (size_t k = 0; k < d; ++k) (*mean)[k] += r[k] / rows.size();
+  for (const auto& r : rows)
+    for (size_t k = 0; k < d; ++k)
+      (*stddev)[k] += (r[k] - (*mean)[k]) * (r[k] - (*mean)[k]) / rows.size();
+  for (auto& s : *stddev) s = std::sqrt(s) > 1e-6f ? std::sqrt(s) : 1.0f;
+}
+
+// The matrix embedding of an example, from WACONet or from the summary network.
+class MatrixEncoder {
+ public:
+  virtual ~MatrixEncoder() = default;
+  virtual torch::Tensor Embed(const Example& e) = 0;
+  virtual std::vector<torch::Tensor> parameters() = 0;
+  virtual void train(bool on) = 0;
+};
+
+class WacoNetEncoder : public MatrixEncoder {
+ public:
+  WacoNetEncoder(WacoNet net, std::vector<float> mean, std::vector<float> stddev)
+      : net(std::move(net)), mean_(std::move(mean)), std_(std::move(stddev)) {}
+  torch::Tensor Embed(const Example& e) override {
+    const WacoNetMaps maps = BuildWacoNetMaps(e.grid);
+    std::vector<float> features = e.grid.features, side = e.side;
+    Standardize(side, mean_, std_);
+    return net->forward(torch::from_blob(features.data(), {e.grid.sites(), 1}).clone(), maps,
+                        torch::from_blob(side.data(), {3}).clone());
+  }
+  std::vector<torch::Tensor> parameters() override { return net->parameters(); }
+  void train(bool on) override { net->train(on); }
+  WacoNet net;
+
+ private:
+  std::vector<float> mean_, std_;
+};
+
+class SummaryEncoder : public MatrixEncoder {
+ public:
+  SummaryEncoder(std::vector<float> mean, std::vector<float> stddev)
+      : net(kSummaryFeatures), mean_(std::move(mean)), std_(std::move(stddev)) {}
+  torch::Tensor Embed(const Example& e) override {
+    std::vector<float> s = e.summary;
+    Standardize(s, mean_, std_);
+    return net->forward(torch::from_blob(s.data(), {1, int64_t(s.size())}).clone());
+  }
+  std::vector<torch::Tensor> parameters() override { return net->parameters(); }
+  void train(bool on) override { net->train(on); }
+  SummaryNet net;
+
+ private:
+  std::vector<float> mean_, std_;
+};
+
+struct Fitted {
+  RankingMetrics best;
+  int best_epoch = -1;
+  nlohmann::json epochs = nlohmann::json::array();
+  double seconds = 0;
+};
+
+RankingMetrics Validate(MatrixEncoder& encoder, ScheduleEmbedder& embedder, Head& head,
+                        const std::vector<Example>& validation) {
+  torch::NoGradGuard no_grad;
+  encoder.train(false);
+  embedder->eval();
+  head->eval();
+  std::vector<RankedMatrix> ranked;
+  for (const Example& e : validation) {
+    const torch::Tensor m = encoder.Embed(e);
+    const torch::Tensor scores = head->forward(m, embedder->forward(e.matrix->schedules));
+    RankedMatrix r;
+    r.times = e.matrix->times;
+    r.scores.assign(scores.data_ptr<float>(), scores.data_ptr<float>() + scores.numel());
+    r.fixed_csr_ms = e.matrix->fixed_csr_ms;
+    ranked.push_back(std::move(r));
+  }
+  encoder.train(true);
+  embedder->train();
+  head->train();
+  return EvaluateRanking(ranked);
+}
+
+// Trains encoder, embedder and head together; keeps the epoch with the best validation
+// Kendall tau (written through `save`).
+Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& embedder, Head& head,
+           const std::vector<Example>& train, const std::vector<Example>& validation,
+           const TrainOptions& o, const std::function<void()>& save) {
+  std::vector<torch::Tensor> parameters = encoder.parameters();
+  for (auto& p : embedder->parameters()) parameters.push_back(p);
+  for (auto& p : head->parameters()) parameters.push_back(p);
+  torch::optim::Adam adam(parameters, torch::optim::AdamOptions(o.learning_rate));
+  std::mt19937_64 rng(o.seed);
+  std::vector<size_t> order(train.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  Fitted fitted;
+  const auto start = Clock::now();
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    const auto epoch_start = Clock::now();
+    std::shuffle(order.begin(), order.end(), rng);
+    double loss_sum = 0;
+    for (size_t idx : order) {
+      const Example& e = train[idx];
+      const TrainingMatrix& m = *e.matrix;
+      // A batch of schedules of this matrix, as WACO: one step per matrix and epoch.
+      std::vector<size_t> pick(m.times.size());
+      std::iota(pick.begin(), pick.end(), size_t(0));
+      std::shuffle(pick.begin(), pick.end(), rng);
+      pick.resize(std::min<size_t>(pick.size(), size_t(o.batch)));
+      std::vector<ScheduleEncoding> schedules;
+      std::vector<double> times;
+      for (size_t k : pick) {
+        schedules.push_back(m.schedules[k]);
+        times.push_back(m.times[k]);
+      }
+      adam.zero_grad();
+      const torch::Tensor scores = head->forward(encoder.Embed(e), embedder->forward(schedules));
+      const torch::Tensor loss = PairwiseRankingLoss(scores, times);
+      loss.backward();
+      adam.step();
+      loss_sum += loss.item<double>();
+    }
+    const RankingMetrics v = Validate(encoder, embedder, head, validation);
+    nlohmann::json line = v.ToJson();
+    line["epoch"] = epoch + 1;
+    line["loss"] = loss_sum / std::max<size_t>(1, train.size());
+    line["seconds"] = SecondsSince(epoch_start);
+    fitted.epochs.push_back(line);
+    if (o.log) {
+      char text[320];
+      std::snprintf(text, sizeof text,
+                    "train %s %s: epoch %d/%d loss %.4f | validation pairwise %.3f tau %.3f "
+                    "top1 %.3f top10 %.3f within10%% %.2f | %.0fs",
+                    o.kernel.c_str(), label.c_str(), epoch + 1, o.epochs,
+                    line["loss"].get<double>(), v.pairwise_accuracy, v.kendall_tau, v.top1_regret,
+                    v.top10_regret, v.top10_within_10pct, SecondsSince(epoch_start));
+      o.log(text);
+    }
+    if (fitted.best_epoch < 0 || v.kendall_tau > fitted.best.kendall_tau) {
+      fitted.best = v;
+      fitted.best_epoch = epoch + 1;
+      if (save) save();
+    }
+  }
+  fitted.seconds = SecondsSince(start);
+  return fitted;
+}
+
+void SaveHead(Head& head, const std::string& path) {
+  std::vector<std::pair<std::vector<float>, std::vector<float>>> layers;
+  std::vector<std::pair<int, int>> shapes;
+  for (torch::nn::Linear* l : {&head->l1, &head->l2, &head->l3}) {
+    const torch::Tensor w = (*l)->weight.detach().contiguous();
+    const torch::Tensor b = (*l)->bias.detach().contiguous();
+    layers.emplace_back(std::vector<float>(w.data_ptr<float>(), w.data_ptr<float>() + w.numel()),
+                        std::vector<float>(b.data_ptr<float>(), b.data_ptr<float>() + b.numel()));
+    shapes.emplace_back(int(w.size(0)), int(w.size(1)));
+  }
+  MlpHead::Write(path, layers, shapes);
+}
+
+}  // namespace
+
+nlohmann::json TrainInModule(const TrainOptions& o) {
+  const auto start = Clock::now();
+  torch::set_num_threads(o.threads > 0 ? o.threads : HardwareThreads());
+  torch::manual_seed(o.seed);
+  auto waco = WacoTemplate::ForKernel(o.kernel);
+  if (!waco) throw InputError("train: " + o.kernel + " has no SuperSchedule template to model");
+  const TrainingSet set = LoadTrainingSet(o, *waco);
+  if (o.log) {
+    o.log("train " + o.kernel + ": " + std::to_string(set.train.size()) + " training and " +
+          std::to_string(set.validation.size()) + " validation patterns (" +
+          std::to_string(set.dropped_rows) + " measurements outside the template or over " +
+          std::to_string(int(o.max_ms)) + " ms dropped)");
+  }
+  auto prepare = [&](const std::vector<TrainingMatrix>& matrices) {
+    std::vector<Example> out;
+    for (const TrainingMatrix& m : matrices) {
+      const CooTensor pattern = ReadTensorFile(m.path);
+      Example e;
+      e.matrix = &m;
+      e.grid = Featurize(pattern, o.grid);
+      e.side = SideFeatures(pattern);
+      e.summary = SummaryFeatures(pattern);
+      out.push_back(std::move(e));
+    }
+    return out;
+  };
+  const std::vector<Example> train = prepare(set.train);
+  const std::vector<Example> validation = prepare(set.validation);
+  std::vector<std::vector<float>> sides, summaries;
+  for (const Example& e : train) {
+    sides.push_back(e.side);
+    summaries.push_back(e.summary);
+  }
+  ModelManifest manifest;
+  manifest.kernel = o.kernel;
+  manifest.template_version = WacoTemplate::Version();
+  manifest.layout = waco->Layout();
+  manifest.grid = o.grid;
+  MeanAndStd(sides, &manifest.side_mean, &manifest.side_std);
+  std::vector<float> summary_mean, summary_std;
+  MeanAndStd(summaries, &summary_mean, &summary_std);
+
+  namespace fs = std::filesystem;
+  fs::create_directories(o.out_dir);
+  const fs::path dir = o.out_dir;
+
+  WacoNetEncoder encoder(WacoNet(), manifest.side_mean, manifest.side_std);
+  ScheduleEmbedder embedder(manifest.layout);
+  Head head;
+  const Fitted waconet = Fit("WACONet", encoder, embedder, head, train, validation, o, [&] {
+    torch::save(encoder.net, (dir / kModelWacoNet).string());
+    torch::save(embedder, (dir / kModelEmbedder).string());
+    SaveHead(head, (dir / kModelHead).string());
+  });
+
+  SummaryEncoder summary(summary_mean, summary_std);
+  ScheduleEmbedder summary_embedder(manifest.layout);
+  Head summary_head;
+  const Fitted summary_fit =
+      Fit("summary", summary, summary_embedder, summary_head, train, validation, o, {});
+
+  // The schedule set the search indexes: every distinct point of the training data.
+  std::vector<SuperSchedule> set_points;
+  std::set<std::string> seen;
+  for (const TrainingMatrix& m : set.train) {
+    for (const SuperSchedule& s : m.points) {
+      if (seen.insert(s.ToJson().dump()).second) set_points.push_back(s);
+    }
+  }
+  WriteScheduleSet((dir / kModelSchedules).string(), set_points);
+  nlohmann::json model = manifest.ToJson();
+  model["trained"] = {{"training_patterns", set.train.size()},
+                      {"validation_patterns", set.validation.size()},
+                      {"epochs", o.epochs},
+                      {"best_epoch", waconet.best_epoch},
+                      {"learning_rate", o.learning_rate},
+                      {"batch", o.batch},
+                      {"seed", o.seed}};
+  std::ofstream(dir / kModelManifest) << model.dump(2) << "\n";
+
+  nlohmann::json metrics;
+  metrics["kernel"] = o.kernel;
+  metrics["validation"] = waconet.best.ToJson();
+  metrics["validation"]["best_epoch"] = waconet.best_epoch;
+  metrics["summary_features"] = summary_fit.best.ToJson();
+  metrics["summary_features"]["best_epoch"] = summary_fit.best_epoch;
+  metrics["epochs"] = {{"waconet", waconet.epochs}, {"summary_features", summary_fit.epochs}};
+  metrics["training_seconds"] = {{"waconet", waconet.seconds},
+                                 {"summary_features", summary_fit.seconds},
+                                 {"total", SecondsSince(start)}};
+  metrics["schedule_set"] = set_points.size();
+  metrics["training_patterns"] = set.train.size();
+  metrics["validation_patterns"] = set.validation.size();
+  metrics["validation_names"] = nlohmann::json::array();
+  for (const auto& m : set.validation) metrics["validation_names"].push_back(m.name);
+  std::ofstream(dir / kModelMetrics) << metrics.dump(2) << "\n";
+  return metrics;
+}
+
+}  // namespace sparsetune

@@ -1,0 +1,46 @@
+// Training a cost model from the measurements in a schedule database (`sparsetune train`).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/pattern_features.hpp"
+
+namespace sparsetune {
+
+struct TrainOptions {
+  std::string kernel;
+  std::string db_path;
+  std::string out_dir;
+  // Where each matrix's pattern comes from: its source in the database ("shared:PATH" under
+  // shared_dir, a `gen` command whose file is <corpus_cache>/files/<name>.mtx, or a path).
+  std::string shared_dir;
+  std::string corpus_cache;
+  // Real matrices held out for validation (validation.txt: paths relative to shared_dir); no
+  // pattern of them, nor any resize of them, is trained on.
+  std::string validation_list;
+  int epochs = 20;
+  int batch = 32;  // schedules per matrix and step, as WACO
+  double learning_rate = 1e-4;
+  uint64_t seed = 1;
+  int threads = 0;       // 0: every hardware thread
+  int max_matrices = 0;  // > 0: only this many training matrices (quick runs)
+  double max_ms = 1000;  // slower measurements are dropped, as WACO does
+  GridBudget grid;
+  std::function<void(const std::string&)> log;
+};
+
+// Trains WACONet and, on the same data, the summary-feature model; writes the model folder
+// (model_files.hpp) and returns metrics.json. Loads the LibTorch module. Throws InputError
+// when the data cannot train a model (no measurements, a pattern file missing).
+nlohmann::json TrainCostModel(const TrainOptions& options);
+
+// The module's own arithmetic against LibTorch's dense reference: the largest differences of
+// the sparse convolution (values, weight and input gradients) from torch::conv2d, and of the
+// plain-C++ head from the LibTorch head. For tests.
+nlohmann::json CostModelSelfCheck();
+
+}  // namespace sparsetune

@@ -1,0 +1,171 @@
+// The cost model: its arithmetic against LibTorch's dense reference, a tiny end-to-end
+// training run, loading (and refusing) model folders, and LibTorch staying out of the
+// commands that do not need it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/errors.hpp"
+#include "cli/cli_support.hpp"
+#include "costmodel/cost_model.hpp"
+#include "costmodel/metrics.hpp"
+#include "costmodel/model_files.hpp"
+#include "costmodel/training.hpp"
+#include "io/read.hpp"
+#include "support/test_data.hpp"
+
+namespace sparsetune {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(CostModel, SparseConvolutionAndHeadMatchLibTorch) {
+  const nlohmann::json check = CostModelSelfCheck();
+  EXPECT_LT(check["conv_value_error"].get<double>(), 1e-4) << check.dump();
+  EXPECT_LT(check["conv_weight_gradient_error"].get<double>(), 1e-3) << check.dump();
+  EXPECT_LT(check["conv_input_gradient_error"].get<double>(), 1e-4) << check.dump();
+  EXPECT_LT(check["head_error"].get<double>(), 1e-4) << check.dump();
+}
+
+TEST(CostModel, RankingMetrics) {
+  // Scores in the measured order: perfect; reversed: every pair wrong.
+  RankedMatrix right{{1, 2, 3, 4}, {0.1, 0.2, 0.3, 0.4}, 2};
+  RankedMatrix wrong{{1, 2, 3, 4}, {4, 3, 2, 1}, 2};
+  RankingMetrics m = EvaluateRanking({right});
+  EXPECT_DOUBLE_EQ(m.pairwise_accuracy, 1.0);
+  EXPECT_DOUBLE_EQ(m.kendall_tau, 1.0);
+  EXPECT_DOUBLE_EQ(m.top1_regret, 1.0);
+  EXPECT_DOUBLE_EQ(m.oracle_speedup_captured, 1.0);
+  m = EvaluateRanking({wrong});
+  EXPECT_DOUBLE_EQ(m.pairwise_accuracy, 0.0);
+  EXPECT_DOUBLE_EQ(m.kendall_tau, -1.0);
+  EXPECT_DOUBLE_EQ(m.top1_regret, 4.0);
+  EXPECT_DOUBLE_EQ(m.top10_regret, 1.0);  // all four are in the top 10
+  EXPECT_DOUBLE_EQ(m.top10_within_10pct, 1.0);
+}
+
+// Collects a few real matrices, trains one epoch, then loads the model and scores with it.
+class TrainedModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    const std::vector<std::string> names = {"bcsstk01", "west0067", "lp_adlittle", "rajat19"};
+    std::vector<std::string> files;
+    for (const auto& n : names) {
+      const std::string path = testing::SharedPath("datasets/matrices/" + n + ".mtx");
+      if (path.empty()) GTEST_SKIP() << "the shared datasets are not here";
+      files.push_back(path);
+    }
+    const std::string db = dir_->File("train.db");
+    std::vector<std::string> collect = {"collect", "--kernel", "spmv",     "--samples", "8",
+                                        "--db",    db,         "--max-ms", "200"};
+    collect.insert(collect.end(), files.begin(), files.end());
+    const auto c = testing::RunCli(collect);
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    const std::string validation = dir_->File("validation.txt", "matrices/rajat19.mtx\n");
+    model_ = dir_->path() + "/model";
+    const auto t = testing::RunCli({"train", "--kernel", "spmv", "--db", db, "--out", model_,
+                                    "--epochs", "1", "--validation", validation, "--shared",
+                                    std::string(SPARSETUNE_SHARED_DIR) + "/datasets", "--json"});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    metrics_ = new nlohmann::json(nlohmann::json::parse(t.out));
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    delete metrics_;
+  }
+  void SetUp() override {
+    if (!metrics_) GTEST_SKIP() << "no model was trained";
+  }
+  static testing::TempDir* dir_;
+  static std::string model_;
+  static nlohmann::json* metrics_;
+};
+testing::TempDir* TrainedModel::dir_ = nullptr;
+std::string TrainedModel::model_;
+nlohmann::json* TrainedModel::metrics_ = nullptr;
+
+TEST_F(TrainedModel, WritesTheModelAndBothModelsMetrics) {
+  for (const char* file :
+       {kModelManifest, kModelWacoNet, kModelEmbedder, kModelHead, kModelSchedules, kModelMetrics})
+    EXPECT_TRUE(fs::exists(fs::path(model_) / file)) << file;
+  EXPECT_EQ((*metrics_)["kernel"], "spmv");
+  for (const char* model : {"validation", "summary_features"}) {
+    for (const char* field :
+         {"pairwise_accuracy", "kendall_tau", "top1_regret", "top10_regret", "top10_within_10pct"})
+      EXPECT_TRUE((*metrics_)[model].contains(field)) << model << " " << field;
+    EXPECT_EQ((*metrics_)[model]["matrices"], 1);
+  }
+}
+
+TEST_F(TrainedModel, LoadsAndScores) {
+  auto model = LoadCostModel(model_, "spmv");
+  EXPECT_EQ(model->embedding_size(), 128);
+  ASSERT_FALSE(model->schedule_set().empty());
+  const CooTensor pattern = testing::SmallWorkload(2);
+  const std::vector<float> m = model->EmbedMatrix(pattern);
+  ASSERT_EQ(m.size(), 128u);
+  auto waco = WacoTemplate::ForKernel("spmv");
+  std::vector<ScheduleEncoding> encodings;
+  for (size_t k = 0; k < std::min<size_t>(5, model->schedule_set().size()); ++k)
+    encodings.push_back(waco->Encode(model->schedule_set()[k]));
+  EXPECT_EQ(model->EmbedSchedules(encodings).size(), encodings.size() * 128);
+  std::vector<float> scores(encodings.size(), std::nanf(""));
+  model->SetMatrix(pattern);
+  for (size_t k = 0; k < encodings.size(); ++k) model->Enqueue(encodings[k], &scores[k]);
+  model->EvaluateCosts();
+  for (float s : scores) EXPECT_TRUE(std::isfinite(s));
+}
+
+TEST_F(TrainedModel, RefusesModelsThatDoNotFit) {
+  auto expect_refused = [](const std::string& dir, const std::string& kernel,
+                           const std::string& file) {
+    try {
+      LoadCostModel(dir, kernel);
+      ADD_FAILURE() << "loaded " << dir;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(dir_->path() + "/nowhere", "spmv", "model.json");
+  expect_refused(model_, "spmm", "model.json");  // another kernel
+  // Another template version.
+  const std::string old = dir_->path() + "/old";
+  fs::copy(model_, old);
+  nlohmann::json manifest;
+  std::ifstream(old + "/model.json") >> manifest;
+  manifest["template_version"] = manifest["template_version"].get<int>() - 1;
+  std::ofstream(old + "/model.json") << manifest.dump();
+  expect_refused(old, "spmv", "model.json");
+  // Truncated weights.
+  const std::string cut = dir_->path() + "/cut";
+  fs::copy(model_, cut);
+  fs::resize_file(cut + "/waconet.pt", fs::file_size(cut + "/waconet.pt") / 2);
+  expect_refused(cut, "spmv", "waconet.pt");
+  fs::resize_file(cut + "/head.bin", 100);
+  expect_refused(cut, "spmv", "");
+}
+
+// An executable linked against LibTorch takes about 0.7 s to start: the commands that never
+// score a schedule must not load it.
+TEST(CostModel, CommandsThatDoNotScoreDoNotLoadLibTorch) {
+  testing::TempDir dir;
+  const std::string example =
+      std::string(SPARSETUNE_SOURCE_DIR) + "/datasets/examples/cavity24.mtx";
+  const std::vector<std::vector<std::string>> commands = {
+      {"info", example},
+      {"run", example, "--kernel", "spmv"},
+      {"schedules", "--kernel", "spmm_gemm"},
+      {"query", example, "--kernel", "spmv", "--db", dir.File("q.db")}};
+  for (const auto& args : commands) {
+    const auto r = testing::RunCli(args, {"LD_DEBUG=libs"});
+    EXPECT_NE(r.err.find("libgomp"), std::string::npos) << "LD_DEBUG printed nothing?";
+    EXPECT_EQ(r.err.find("libtorch"), std::string::npos) << args[0] << " loaded LibTorch";
+  }
+}
+
+}  // namespace
+}  // namespace sparsetune
