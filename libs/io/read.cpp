@@ -14,13 +14,14 @@ CooTensor ReadTensorFile(const std::string& path, std::vector<std::string>* warn
     }
     case FileKind::kTns: {
       const Bytes bytes = LoadFile(path);
-      return ParseTns(bytes.view(), path, options);
+      return ParseUnchanged(bytes, path, [&] { return ParseTns(bytes.view(), path, options); });
     }
     case FileKind::kMatrixMarket:
       break;
   }
   const Bytes bytes = LoadFile(path);
-  return ParseMatrixMarket(bytes.view(), path, warnings, options);
+  return ParseUnchanged(
+      bytes, path, [&] { return ParseMatrixMarket(bytes.view(), path, warnings, options); });
 }
 
 }  // namespace sparsetune

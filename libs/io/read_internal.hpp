@@ -15,7 +15,10 @@
 namespace sparsetune::io_internal {
 
 // Owns a byte buffer without zero-filling it first (files can be hundreds of MB): either
-// malloc'd memory or a read-only mapping of a file.
+// malloc'd memory or a read-only mapping of a file. A mapped file that another process
+// truncates while it is read would raise SIGBUS on the pages past its new end; a handler
+// replaces those pages with zeros instead and marks the buffer changed(), so that the reader
+// reports the file (FailIfChanged) rather than dying.
 class Bytes {
  public:
   Bytes() = default;
@@ -25,8 +28,11 @@ class Bytes {
   Bytes& operator=(Bytes&& other) noexcept;
   ~Bytes() { Release(); }
 
-  // Maps `size` bytes of the open file `fd` read-only; false when the system refuses.
+  // Maps `size` bytes of the open file `fd` read-only; false when the system refuses (or
+  // too many mappings are guarded at once).
   bool Map(int fd, size_t size);
+  // True when the mapped file lost pages (was truncated) while this buffer held it.
+  bool changed() const;
 
   char* data() { return data_; }
   const char* data() const { return data_; }
@@ -48,7 +54,26 @@ class Bytes {
   size_t size_ = 0;
   size_t capacity_ = 0;
   bool mapped_ = false;
+  int guard_ = -1;        // slot of the SIGBUS guard while mapped
+  bool changed_ = false;  // the mapping lost pages before it was copied or released
 };
+
+// Throws InputError naming `name` when `bytes` changed while it was read.
+void FailIfChanged(const Bytes& bytes, const std::string& name);
+
+// Runs `parse` over `bytes`; when the file changed meanwhile, that is the error reported,
+// whether the parse failed on the damaged text or not.
+template <typename Parse>
+auto ParseUnchanged(const Bytes& bytes, const std::string& name, Parse&& parse) {
+  try {
+    auto result = parse();
+    FailIfChanged(bytes, name);
+    return result;
+  } catch (...) {
+    FailIfChanged(bytes, name);
+    throw;
+  }
+}
 
 // The contents of a file, decompressed, and the name to use in messages.
 struct LoadedText {

@@ -3,16 +3,20 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 
 #include "base/errors.hpp"
@@ -61,8 +65,8 @@ Bytes ReadAll(const std::string& path) {
 
   Bytes bytes;
   // Large regular files are mapped: on this kind of machine, copying 300 MB into fresh memory
-  // with read() costs as much as parsing it, a populated mapping a tenth of that. (A file
-  // truncated by another process while it is parsed would fault; that is not an input error.)
+  // with read() costs as much as parsing it, a populated mapping a tenth of that. A file
+  // truncated by another process meanwhile is caught by the mapping's SIGBUS guard.
   constexpr off_t kMapAtLeast = off_t(16) << 20;
   if (S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast &&
       static_cast<uint64_t>(st.st_size) <= static_cast<uint64_t>(SIZE_MAX) &&
@@ -142,6 +146,92 @@ Bytes ReadEntryData(ArchiveReader& reader, const std::string& path) {
   return bytes;
 }
 
+// ---- SIGBUS guard of mapped files ----------------------------------------------------------
+//
+// Reading a page of a mapped file past its end (another process truncated it) raises SIGBUS.
+// Each mapping registers its address range in a slot; the handler maps zero pages over the
+// rest of the range that faulted, marks the slot changed and returns, so the faulting read
+// sees zeros and the reader reports the change afterwards (FailIfChanged). Faults outside
+// every slot go to the previous disposition.
+
+constexpr int kGuardSlots = 64;
+
+struct GuardSlot {
+  std::atomic<bool> taken{false};
+  std::atomic<uintptr_t> begin{0}, end{0};  // begin 0: not armed
+  std::atomic<bool> changed{false};
+};
+
+GuardSlot g_guard_slots[kGuardSlots];
+struct sigaction g_previous_sigbus;
+
+void OnSigbus(int signal_number, siginfo_t* info, void* context) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (GuardSlot& slot : g_guard_slots) {
+    const uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+    const uintptr_t end = slot.end.load(std::memory_order_acquire);
+    if (begin == 0 || address < begin || address >= end) continue;
+    const uintptr_t page_size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t page = address & ~(page_size - 1);
+    // The file lost everything from this page on: zeros for the rest of the mapping.
+    void* zeros = ::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (zeros != MAP_FAILED) {
+      slot.changed.store(true, std::memory_order_release);
+      return;
+    }
+  }
+  const struct sigaction& previous = g_previous_sigbus;
+  if ((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction) {
+    previous.sa_sigaction(signal_number, info, context);
+    return;
+  }
+  if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signal_number);
+    return;
+  }
+  // Default action: the signal is blocked while this handler runs, so raising it again
+  // delivers it on return, with the default disposition restored.
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
+
+void InstallSigbusGuard() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_sigaction = OnSigbus;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, &g_previous_sigbus);
+  });
+}
+
+// A free slot guarding [begin, end), or -1 when every slot is in use.
+int ArmGuard(const char* begin, size_t length) {
+  InstallSigbusGuard();
+  for (int s = 0; s < kGuardSlots; ++s) {
+    GuardSlot& slot = g_guard_slots[s];
+    bool expected = false;
+    if (!slot.taken.compare_exchange_strong(expected, true)) continue;
+    slot.changed.store(false, std::memory_order_relaxed);
+    slot.end.store(reinterpret_cast<uintptr_t>(begin) + length, std::memory_order_release);
+    slot.begin.store(reinterpret_cast<uintptr_t>(begin), std::memory_order_release);
+    return s;
+  }
+  return -1;
+}
+
+// Disarms slot `s` (before its range is unmapped) and tells whether the mapping changed.
+bool DisarmGuard(int s) {
+  GuardSlot& slot = g_guard_slots[s];
+  slot.begin.store(0, std::memory_order_release);
+  slot.end.store(0, std::memory_order_release);
+  const bool changed = slot.changed.load(std::memory_order_acquire);
+  slot.taken.store(false, std::memory_order_release);
+  return changed;
+}
+
 }  // namespace
 
 Bytes& Bytes::operator=(Bytes&& other) noexcept {
@@ -151,15 +241,20 @@ Bytes& Bytes::operator=(Bytes&& other) noexcept {
     size_ = other.size_;
     capacity_ = other.capacity_;
     mapped_ = other.mapped_;
+    guard_ = other.guard_;
+    changed_ = other.changed_;
     other.data_ = nullptr;
     other.size_ = other.capacity_ = 0;
     other.mapped_ = false;
+    other.guard_ = -1;
+    other.changed_ = false;
   }
   return *this;
 }
 
 void Bytes::Release() {
   if (mapped_) {
+    if (guard_ >= 0) DisarmGuard(guard_);
     ::munmap(data_, capacity_);
   } else {
     std::free(data_);
@@ -167,6 +262,13 @@ void Bytes::Release() {
   data_ = nullptr;
   size_ = capacity_ = 0;
   mapped_ = false;
+  guard_ = -1;
+  changed_ = false;
+}
+
+bool Bytes::changed() const {
+  return changed_ ||
+         (guard_ >= 0 && g_guard_slots[guard_].changed.load(std::memory_order_acquire));
 }
 
 bool Bytes::Map(int fd, size_t size) {
@@ -178,9 +280,15 @@ bool Bytes::Map(int fd, size_t size) {
 #endif
   void* p = ::mmap(nullptr, size, PROT_READ, flags, fd, 0);
   if (p == MAP_FAILED) return false;
+  const int guard = ArmGuard(static_cast<const char*>(p), size);
+  if (guard < 0) {  // unguarded, a truncation would kill the process: the caller reads instead
+    ::munmap(p, size);
+    return false;
+  }
   data_ = static_cast<char*>(p);
   size_ = capacity_ = size;
   mapped_ = true;
+  guard_ = guard;
   return true;
 }
 
@@ -191,10 +299,12 @@ void Bytes::Reserve(size_t capacity) {
     if (!copy) throw std::bad_alloc();
     std::memcpy(copy, data_, size_);
     const size_t size = size_;
+    const bool changed = this->changed();
     Release();
     data_ = copy;
     size_ = size;
     capacity_ = capacity;
+    changed_ = changed;
     return;
   }
   void* grown = std::realloc(data_, capacity);
@@ -268,9 +378,15 @@ Bytes Gunzip(std::string_view compressed, const std::string& name, size_t max_ou
   return out;
 }
 
+void FailIfChanged(const Bytes& bytes, const std::string& name) {
+  if (bytes.changed()) Fail(name, 0, "the file changed (was truncated) while it was read");
+}
+
 Bytes LoadFile(const std::string& path) {
   Bytes raw = ReadAll(path);
-  if (LooksGzipped(raw.view())) return Gunzip(raw.view(), path);
+  if (LooksGzipped(raw.view())) {
+    return ParseUnchanged(raw, path, [&] { return Gunzip(raw.view(), path); });
+  }
   if (EndsWithNoCase(path, ".gz") && raw.size() > 0) {
     Fail(path, 0, "not gzip data, although the name ends in .gz");
   }
