@@ -1,11 +1,15 @@
 #include "jit/jit.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +39,41 @@ std::string ReadFileHead(const std::string& path, int max_lines) {
   return out;
 }
 
+// Marks a cached file used now (its modification time, which dlopen leaves alone); false when
+// it does not exist. A file that exists but may not be touched (a cache shared read-only)
+// still counts as present.
+bool MarkUsed(const std::string& path) {
+  return ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0 || errno != ENOENT;
+}
+
+int64_t FileBytes(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+std::chrono::system_clock::time_point ModificationTime(const struct stat& st) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+}
+
 }  // namespace
+
+JitCacheLimits JitCacheLimits::FromEnvironment() {
+  JitCacheLimits limits;
+  const char* value = std::getenv("SPARSETUNE_JIT_CACHE_MB");
+  if (!value || !*value) return limits;
+  const std::string text = value;
+  int64_t megabytes = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), megabytes);
+  if (error != std::errc() || end != text.data() + text.size() || megabytes < 0 ||
+      megabytes > (int64_t(1) << 40)) {
+    throw InputError("SPARSETUNE_JIT_CACHE_MB: expected the cache size in megabytes (a whole "
+                     "number, 0 for no cap), not '" + text + "'");
+  }
+  limits.max_bytes = megabytes << 20;
+  return limits;
+}
 
 const char* Jit::Flags() {
   return "-std=c++17 -O3 -march=native -fopenmp -fPIC -shared";
@@ -43,12 +81,15 @@ const char* Jit::Flags() {
 
 Jit::Jit() : Jit(CacheDirectory() + "/jit") {}
 
+Jit::Jit(std::string cache_dir) : Jit(std::move(cache_dir), JitCacheLimits::FromEnvironment()) {}
+
+Jit::Jit(std::string cache_dir, JitCacheLimits limits)
+    : cache_dir_(std::move(cache_dir)), limits_(limits), compiler_(DefaultCompiler()) {}
+
 std::string Jit::DefaultCompiler() {
   const char* cxx = std::getenv("CXX");
   return (cxx && *cxx) ? cxx : "c++";
 }
-
-Jit::Jit(std::string cache_dir) : cache_dir_(std::move(cache_dir)), compiler_(DefaultCompiler()) {}
 
 Jit::~Jit() {
   // Shared objects stay loaded until exit: kernels may still be referenced by callers, and
@@ -75,69 +116,172 @@ std::string Jit::compiler_version() {
   return compiler_version_;
 }
 
-CompiledKernel Jit::Compile(const std::string& source) {
-  const std::string version = compiler_version();
+std::string Jit::CacheKey(const std::string& source) {
   StableHasher hasher;
-  hasher.UpdateString(version);
+  hasher.UpdateString(compiler_version());
   hasher.UpdateString(Flags());
   hasher.UpdateString(source);
-  const std::string key = hasher.HexDigest();
+  return hasher.HexDigest();
+}
 
+std::string Jit::LibraryPath(const std::string& source) {
+  return cache_dir_ + "/" + CacheKey(source) + ".so";
+}
+
+double Jit::Build(const std::string& source, const std::string& source_path,
+                  const std::string& library_path) {
+  const auto start = Clock::now();
+  static std::atomic<int> counter{0};
+  const std::string unique = "." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  const std::string source_tmp = source_path + unique;
+  {
+    std::ofstream out(source_tmp, std::ios::binary);
+    out << source;
+    if (!out) throw InternalError("cannot write " + source_tmp);
+  }
+  std::filesystem::rename(source_tmp, source_path);
+  const std::string library_tmp = library_path + unique;
+  const std::string log = source_path + unique + ".log";
+  const std::string command = ShellQuote(compiler_) + " " + Flags() + " -o " +
+                              ShellQuote(library_tmp) + " " + ShellQuote(source_path) + " > " +
+                              ShellQuote(log) + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::error_code ignored;
+  if (status != 0 || !std::filesystem::exists(library_tmp)) {
+    std::filesystem::remove(library_tmp, ignored);
+    throw InternalError("the compiler failed on generated source " + source_path + " (log " + log +
+                        "):\n" + ReadFileHead(log, 8));
+  }
+  std::filesystem::rename(library_tmp, library_path);  // atomic: readers see all or nothing
+  std::filesystem::remove(log, ignored);
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+CompiledKernel Jit::Compile(const std::string& source) {
+  const std::string key = CacheKey(source);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = loaded_.find(key); it != loaded_.end()) {
-      CompiledKernel hit = it->second;
+      // Marked used now and then, so that other processes' evictions see it in use.
+      if (Clock::now() - it->second.last_touch > std::chrono::minutes(1)) {
+        MarkUsed(it->second.kernel.library_path);
+        it->second.last_touch = Clock::now();
+      }
+      CompiledKernel hit = it->second.kernel;
       hit.compile_ms = 0;
       hit.cached = true;
       return hit;
     }
   }
   // Compile without holding the lock so that several threads can compile at once; two threads
-  // compiling the same source both rename complete files into place.
+  // (or processes) compiling the same source both rename complete files into place.
   EnsureDirectory(cache_dir_);
   CompiledKernel result;
   result.library_path = cache_dir_ + "/" + key + ".so";
   result.source_path = cache_dir_ + "/" + key + ".cpp";
-  if (!std::filesystem::exists(result.library_path)) {
-    const auto start = std::chrono::steady_clock::now();
-    static std::atomic<int> counter{0};
-    const std::string unique = "." + std::to_string(getpid()) + "." + std::to_string(counter++);
-    const std::string source_tmp = result.source_path + unique;
+  // Another process may evict the shared object between the check and dlopen (only when it
+  // was idle, so rarely): it is then compiled again.
+  for (int attempt = 0;; ++attempt) {
+    bool added = false;
+    if (MarkUsed(result.library_path)) {
+      result.cached = true;
+      result.compile_ms = 0;
+    } else {
+      result.compile_ms = Build(source, result.source_path, result.library_path);
+      result.cached = false;
+      added = true;
+    }
     {
-      std::ofstream out(source_tmp, std::ios::binary);
-      out << source;
-      if (!out) throw InternalError("cannot write " + source_tmp);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (auto it = loaded_.find(key); it != loaded_.end()) return it->second.kernel;
+      void* handle = dlopen(result.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        const std::string error = dlerror();
+        if (attempt < 2 && !std::filesystem::exists(result.library_path)) continue;
+        throw InternalError("cannot load " + result.library_path + ": " + error);
+      }
+      result.function = reinterpret_cast<st_kernel_fn>(dlsym(handle, SPARSETUNE_KERNEL_ENTRY));
+      if (!result.function)
+        throw InternalError(result.library_path + " has no " SPARSETUNE_KERNEL_ENTRY);
+      handles_[key] = handle;
+      loaded_[key] = Loaded{result, Clock::now()};
     }
-    std::filesystem::rename(source_tmp, result.source_path);
-    const std::string library_tmp = result.library_path + unique;
-    const std::string log = result.source_path + unique + ".log";
-    const std::string command = ShellQuote(compiler_) + " " + Flags() + " -o " +
-                                ShellQuote(library_tmp) + " " + ShellQuote(result.source_path) +
-                                " > " + ShellQuote(log) + " 2>&1";
-    const int status = std::system(command.c_str());
-    if (status != 0 || !std::filesystem::exists(library_tmp)) {
-      std::filesystem::remove(library_tmp);
-      throw InternalError("the compiler failed on generated source " + result.source_path +
-                          " (log " + log + "):\n" + ReadFileHead(log, 8));
-    }
-    std::filesystem::rename(library_tmp,
-                            result.library_path);  // atomic: readers see all or nothing
-    std::filesystem::remove(log);
-    result.compile_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  } else {
-    result.cached = true;
+    if (added) NoteAdded(result.source_path, result.library_path);
+    return result;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
-  void* handle = dlopen(result.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw InternalError("cannot load " + result.library_path + ": " + dlerror());
-  result.function = reinterpret_cast<st_kernel_fn>(dlsym(handle, SPARSETUNE_KERNEL_ENTRY));
-  if (!result.function)
-    throw InternalError(result.library_path + " has no " SPARSETUNE_KERNEL_ENTRY);
-  handles_[key] = handle;
-  loaded_[key] = result;
-  return result;
+}
+
+void Jit::NoteAdded(const std::string& source_path, const std::string& library_path) {
+  if (limits_.max_bytes <= 0) return;
+  bool scan = false;
+  {
+    std::lock_guard<std::mutex> lock(evict_mutex_);
+    if (known_bytes_ >= 0) known_bytes_ += FileBytes(source_path) + FileBytes(library_path);
+    ++added_since_scan_;
+    // Other processes add kernels too: rescan now and then even when this one's count is low.
+    scan = known_bytes_ < 0 || known_bytes_ > limits_.max_bytes || added_since_scan_ >= 64;
+  }
+  if (scan) EvictLeastRecentlyUsed();
+}
+
+int64_t Jit::EvictLeastRecentlyUsed() {
+  std::unique_lock<std::mutex> lock(evict_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return 0;  // another thread of this process is at it
+  // Every file of the directory belongs to a kernel: its key is the name up to the first dot
+  // (key.so, key.cpp, and the temporaries and logs of a compile in progress or failed).
+  struct Kernel {
+    int64_t bytes = 0;
+    std::chrono::system_clock::time_point last_use;
+    std::vector<std::string> files;
+  };
+  std::map<std::string, Kernel> kernels;
+  int64_t total = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(cache_dir_, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string path = it->path().string();
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // gone meanwhile
+    const std::string name = it->path().filename().string();
+    Kernel& kernel = kernels[name.substr(0, name.find('.'))];
+    kernel.bytes += st.st_size;
+    kernel.last_use = std::max(kernel.last_use, ModificationTime(st));
+    kernel.files.push_back(path);
+    total += st.st_size;
+  }
+  known_bytes_ = total;
+  added_since_scan_ = 0;
+  if (limits_.max_bytes <= 0 || total <= limits_.max_bytes) return 0;
+
+  std::vector<std::pair<std::chrono::system_clock::time_point, const Kernel*>> by_age;
+  for (const auto& [key, kernel] : kernels) by_age.emplace_back(kernel.last_use, &kernel);
+  std::sort(by_age.begin(), by_age.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const int64_t target = limits_.max_bytes - limits_.max_bytes / 10;
+  const auto idle_since =
+      std::chrono::system_clock::now() -
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::duration<double>(limits_.min_idle_seconds));
+  int64_t removed = 0;
+  for (const auto& [last_use, kernel] : by_age) {
+    if (total - removed <= target || last_use >= idle_since) break;
+    // Used since the scan (another process marked it)? Then it stays.
+    bool used_since = false;
+    for (const auto& file : kernel->files) {
+      struct stat st;
+      if (::stat(file.c_str(), &st) == 0 && ModificationTime(st) >= idle_since) used_since = true;
+    }
+    if (used_since) continue;
+    // The shared object first: without it the kernel is a miss, whatever else remains.
+    std::vector<std::string> files = kernel->files;
+    std::stable_partition(files.begin(), files.end(), [](const std::string& f) {
+      return f.size() > 3 && f.compare(f.size() - 3, 3, ".so") == 0;
+    });
+    for (const auto& file : files) ::unlink(file.c_str());  // ENOENT: removed by another process
+    removed += kernel->bytes;
+  }
+  known_bytes_ = total - removed;
+  return removed;
 }
 
 std::vector<Jit::Outcome> Jit::CompileAll(const std::vector<std::string>& sources, int jobs) {

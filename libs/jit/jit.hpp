@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -17,15 +19,31 @@ struct CompiledKernel {
   bool cached = false;
 };
 
+// How large the cache directory may grow. When a newly compiled kernel takes it past
+// max_bytes, the least recently used kernels (shared object, source, logs) are removed until
+// it is back under nine tenths of the cap. A kernel used or written less than
+// min_idle_seconds ago is never removed, whatever the cap: another process may be about to
+// load it.
+struct JitCacheLimits {
+  int64_t max_bytes = int64_t(512) << 20;  // <= 0: no cap
+  double min_idle_seconds = 600;
+  // $SPARSETUNE_JIT_CACHE_MB (megabytes; 0 means no cap), else the defaults. Throws
+  // InputError when the variable is not a non-negative whole number.
+  static JitCacheLimits FromEnvironment();
+};
+
 // Compiles generated sources with the system compiler into shared objects kept in a
 // content-addressed cache (hash of compiler, flags and source), and loads them with dlopen.
-// Safe to share between threads; several processes may share one cache directory.
+// A cache hit marks the kernel used (its shared object's modification time), which is what
+// the cap evicts by. Safe to share between threads; several processes may share one cache
+// directory (files vanishing under another process's eviction are compiled again).
 class Jit {
  public:
   // Default: $SPARSETUNE_CACHE or $XDG_CACHE_HOME/sparsetune, subfolder jit/. The compiler is
-  // $CXX or c++.
+  // $CXX or c++. The limits: JitCacheLimits::FromEnvironment().
   Jit();
   explicit Jit(std::string cache_dir);
+  Jit(std::string cache_dir, JitCacheLimits limits);
   ~Jit();
   Jit(const Jit&) = delete;
   Jit& operator=(const Jit&) = delete;
@@ -41,19 +59,46 @@ class Jit {
   };
   std::vector<Outcome> CompileAll(const std::vector<std::string>& sources, int jobs);
 
+  // Where `source`'s shared object is (or would be) cached.
+  std::string LibraryPath(const std::string& source);
+
+  // Removes least recently used kernels until the directory is under the cap (see
+  // JitCacheLimits); returns the bytes removed. Compile calls it when a new kernel is added.
+  int64_t EvictLeastRecentlyUsed();
+
   const std::string& cache_dir() const { return cache_dir_; }
+  const JitCacheLimits& limits() const { return limits_; }
   const std::string& compiler() const { return compiler_; }
   std::string compiler_version();  // first line of `CXX --version`
   static const char* Flags();
   static std::string DefaultCompiler();  // $CXX, else c++
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Loaded {
+    CompiledKernel kernel;
+    Clock::time_point last_touch;  // when its shared object was last marked used
+  };
+
+  std::string CacheKey(const std::string& source);
+  // Compiles `source` into `library_path` (atomically renamed into place); the compile time.
+  double Build(const std::string& source, const std::string& source_path,
+               const std::string& library_path);
+  // Counts bytes a new kernel added and evicts when the cap may be exceeded.
+  void NoteAdded(const std::string& source_path, const std::string& library_path);
+
   std::string cache_dir_;
+  JitCacheLimits limits_;
   std::string compiler_;
   std::string compiler_version_;
   std::mutex mutex_;
-  std::map<std::string, CompiledKernel> loaded_;  // by content hash
+  std::map<std::string, Loaded> loaded_;  // by content hash
   std::map<std::string, void*> handles_;
+  // Eviction bookkeeping: the directory's size as last scanned plus what this process added
+  // since (-1: not scanned yet), and kernels added since that scan.
+  std::mutex evict_mutex_;
+  int64_t known_bytes_ = -1;
+  int added_since_scan_ = 0;
 };
 
 }  // namespace sparsetune
