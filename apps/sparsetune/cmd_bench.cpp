@@ -98,9 +98,11 @@ bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, st
            std::to_string(ref.values.size());
     return false;
   }
+  // As KernelRunner::Verify: relative to the sum of the terms' magnitudes.
   for (int64_t q = 0; q < got.size(); ++q) {
     const double error = std::fabs(got.Get(q) - ref.values[q]);
-    if (!(error <= rtol * std::max(1.0, ref.magnitudes[q]))) {
+    const double scale = ref.magnitudes[q] > 0 ? ref.magnitudes[q] : 1.0;
+    if (!std::isfinite(got.Get(q)) || !(error <= rtol * scale + 1e-30)) {
       *why = "element " + std::to_string(q) + ": got " + std::to_string(got.Get(q)) +
              ", expected " + std::to_string(ref.values[q]);
       return false;
@@ -288,16 +290,18 @@ void RunBench(const BenchOptions& o) {
   std::printf("%s  %s  %lld x %lld, %lld nonzeros, %d threads; probe %.1f GB/s\n", o.file.c_str(),
               k.name.c_str(), (long long)tensor.dims[0], (long long)tensor.dims[1],
               (long long)tensor.nnz(), threads, probe);
-  std::printf("  %-22s %12s %10s %9s %10s\n", "contender", "median ms", "GB/s", "prepare",
-              "vs FixedCSR");
+  std::printf("  %-22s %10s %10s %10s %8s %9s %11s %12s\n", "contender", "median ms", "min ms",
+              "max ms", "GB/s", "prepare", "vs FixedCSR", "vs best lib");
   for (const auto& c : contenders) {
     if (!c->verified) {
       std::printf("  %-22s   not verified: %s\n", c->name.c_str(), c->message.c_str());
       continue;
     }
-    std::printf("  %-22s %12.4f %10.1f %8.0fms %10.2fx\n", c->name.c_str(), c->time.median_ms,
-                bytes / c->time.median_ms / 1e6, c->prepare_ms,
-                fixed->verified ? fixed->time.median_ms / c->time.median_ms : 0.0);
+    const double median = c->time.median_ms;
+    std::printf("  %-22s %10.4f %10.4f %10.4f %8.1f %7.0fms %10.2fx %11.2fx\n", c->name.c_str(),
+                median, c->time.min_ms, c->time.max_ms, bytes / median / 1e6, c->prepare_ms,
+                fixed->verified ? fixed->time.median_ms / median : 0.0,
+                best_library ? best_library->time.median_ms / median : 0.0);
   }
   if (best_own && best_library)
     std::printf("  best sparsetune (%s) vs best library (%s): %.2fx\n", best_own->name.c_str(),
