@@ -6,7 +6,6 @@
 #include <string>
 
 #include "base/errors.hpp"
-#include "base/paths.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "costmodel/model_files.hpp"
@@ -22,8 +21,6 @@ struct TrainCommandOptions {
   std::string out;
   int epochs = 20;
   std::string validation;
-  std::string shared;
-  std::string corpus_cache;
   uint64_t seed = 1;
   int max_matrices = 0;
   int64_t max_sites = int64_t(1) << 16;
@@ -43,14 +40,11 @@ void RunTrain(const TrainCommandOptions& o) {
       o.out.empty() ? (fs::path(DefaultModelsDirectory()) / o.kernel).string() : o.out;
   options.validation_list =
       o.validation.empty() ? (checkout / "datasets/corpus/validation.txt").string() : o.validation;
+  options.corpus_manifest = (checkout / "datasets/corpus/corpus.tsv").string();
+  // The shared folder as libs/collect finds it, so held-out and corpus files agree.
   const char* shared_env = std::getenv("SPARSETUNE_SHARED_DATASETS");
-  options.shared_dir = !o.shared.empty() ? o.shared
-                       : shared_env      ? std::string(shared_env)
-                                         : (checkout.parent_path() / "shared/datasets").string();
-  const char* cache_env = std::getenv("SPARSETUNE_CORPUS_CACHE");
-  options.corpus_cache = !o.corpus_cache.empty() ? o.corpus_cache
-                         : cache_env             ? std::string(cache_env)
-                                                 : XdgCacheHome() + "/sparsetune/corpus";
+  options.shared_dir =
+      shared_env ? std::string(shared_env) : (checkout.parent_path() / "shared/datasets").string();
   options.epochs = o.epochs;
   options.seed = o.seed;
   options.max_matrices = o.max_matrices;
@@ -94,10 +88,10 @@ void RegisterTrain(CLI::App& app, Context& context) {
   sub->add_option("--epochs", o->epochs, "Passes over the training patterns")
       ->capture_default_str();
   sub->add_option("--validation", o->validation,
-                  "Held-out files, relative to the shared datasets (default "
-                  "datasets/corpus/validation.txt)");
-  sub->add_option("--shared", o->shared, "The shared datasets folder");
-  sub->add_option("--corpus-cache", o->corpus_cache, "Where the generated corpus files are");
+                  "Held-out files, relative to the shared datasets folder "
+                  "($SPARSETUNE_SHARED_DATASETS, else ../shared/datasets beside the checkout); "
+                  "default datasets/corpus/validation.txt. Generated corpus files are read from "
+                  "$SPARSETUNE_CORPUS_CACHE (scripts/collect_training_data.sh --materialize-only)");
   sub->add_option("--seed", o->seed, "Seed of the initialization and the batches")
       ->capture_default_str();
   sub->add_option("--max-matrices", o->max_matrices, "Train on at most this many patterns");

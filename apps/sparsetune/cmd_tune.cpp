@@ -26,7 +26,9 @@ struct TuneOptions {
   KernelOptions kernel;
   std::string db;
   int top_k = 10;
-  int samples = 16;
+  int samples = -1;
+  std::string model;
+  bool no_model = false;
   std::shared_ptr<bool> samples_given = std::make_shared<bool>(false);
   double max_ms = 1000;
   bool force = false;
@@ -60,7 +62,9 @@ void PrintReport(const TuneReport& r) {
 
 void RunTune(const TuneOptions& o) {
   ResolvedKernel k = ResolveKernel(o.kernel);
-  if (o.samples < 0) throw InputError("--samples must be at least 0");
+  if (o.samples_given && *o.samples_given && o.samples < 0)
+    throw InputError("--samples must be at least 0");
+  if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
   if (o.top_k < 1) throw InputError("--top-k must be at least 1");
   TuneRequest request;
   request.path = o.file;
@@ -70,6 +74,8 @@ void RunTune(const TuneOptions& o) {
   request.dtype = k.dtype;
   request.db_path = DatabasePathOrDefault(o.db);
   request.samples = o.samples;
+  request.model_dir = o.model;
+  request.use_model = !o.no_model;
   // An explicit --samples also samples kernels without a WACO template.
   request.sample_generic = o.samples_given && *o.samples_given;
   request.max_ms = o.max_ms;
@@ -174,8 +180,11 @@ void RegisterTune(CLI::App& app, Context& context) {
         o->samples = n;
         *o->samples_given = true;
       },
-      "Sampled SuperSchedules to measure as well (default 16; kernels without a WACO template "
-      "sample only when this is given)");
+      "Sampled SuperSchedules to measure as well (default: none when a cost model ranks the "
+      "candidates, else 16; kernels without a WACO template sample only when this is given)");
+  sub->add_option("--model", o->model,
+                  "The cost model's folder (default: the shipped models/<kernel>, when present)");
+  sub->add_flag("--no-model", o->no_model, "Do not use a cost model (sampled candidates instead)");
   sub->add_option("--max-ms", o->max_ms,
                   "A candidate whose run takes longer (and longer than 20 x FixedCSR) is dropped")
       ->check(CLI::PositiveNumber)

@@ -15,12 +15,13 @@ struct TrainOptions {
   std::string kernel;
   std::string db_path;
   std::string out_dir;
-  // Where each matrix's pattern comes from: its source in the database ("shared:PATH" under
-  // shared_dir, a `gen` command whose file is <corpus_cache>/files/<name>.mtx, or a path).
+  // Where each matrix's pattern comes from: its source in the database, a file of the corpus
+  // manifest (generated entries live in the corpus cache, see libs/collect/inputs.hpp),
+  // shared:PATH under shared_dir, or a path.
+  std::string corpus_manifest;
   std::string shared_dir;
-  std::string corpus_cache;
-  // Real matrices held out for validation (validation.txt: paths relative to shared_dir); no
-  // pattern of them, nor any resize of them, is trained on.
+  // Real matrices held out for validation (datasets/corpus/validation.txt: paths relative to
+  // shared_dir); their patterns and any resize of them validate, never train.
   std::string validation_list;
   int epochs = 20;
   int batch = 32;  // schedules per matrix and step, as WACO

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/errors.hpp"
+#include "collect/inputs.hpp"
 #include "db/database.hpp"
 #include "io/read.hpp"
 #include "tensor/fingerprint.hpp"
@@ -16,7 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Validation files (relative to the shared folder), one per line; '#' starts a comment.
+// Validation files (relative to the shared folder, or absolute), one per line; '#' starts a
+// comment, a tab ends the path.
 std::vector<std::string> ReadValidationList(const std::string& list) {
   std::vector<std::string> out;
   if (list.empty()) return out;
@@ -32,15 +34,51 @@ std::vector<std::string> ReadValidationList(const std::string& list) {
   return out;
 }
 
-std::string ResolvePattern(const MatrixRecord& m, const TrainOptions& o) {
-  const std::string& source = m.source_path;
-  if (source.rfind("shared:", 0) == 0) return (fs::path(o.shared_dir) / source.substr(7)).string();
-  if (source.rfind("gen ", 0) == 0) {
-    const bool tensor = source.find("tensor3") != std::string::npos;
-    return (fs::path(o.corpus_cache) / "files" / (m.name + (tensor ? ".tns" : ".mtx"))).string();
+// Whether a matrix's source is a held-out file or is made from one (a resize names it).
+bool NamesFile(const std::string& source, const std::string& shared_relative,
+               const std::string& absolute) {
+  for (const std::string& name : {"shared:" + shared_relative, absolute}) {
+    for (size_t at = source.find(name); at != std::string::npos;
+         at = source.find(name, at + 1)) {
+      const size_t end = at + name.size();
+      const bool starts = at == 0 || source[at - 1] == ' ';
+      if (starts && (end == source.size() || source[end] == ' ')) return true;
+    }
   }
-  return source;
+  return false;
 }
+
+// The files of the patterns in the database, by the source the database keeps: corpus entries
+// as libs/collect resolves them (read only when a source is a gen command), shared:PATH under the
+// shared folder, and paths as they are.
+class PatternFiles {
+ public:
+  explicit PatternFiles(const TrainOptions& o) : options_(o) {}
+  std::string Resolve(const MatrixRecord& m) {
+    const std::string& source = m.source_path;
+    if (source.rfind("gen ", 0) == 0) {
+      if (!manifest_read_) {
+        for (const InputFile& f : ExpandInputPaths({options_.corpus_manifest}, options_.kernel))
+          by_origin_[f.origin] = f.path;
+        manifest_read_ = true;
+      }
+      auto it = by_origin_.find(source);
+      if (it == by_origin_.end())
+        throw InputError(options_.db_path, 0,
+                         "the pattern of " + m.name + " comes from `" + source + "`, which " +
+                             options_.corpus_manifest + " does not list");
+      return it->second;
+    }
+    if (source.rfind("shared:", 0) == 0)
+      return (fs::path(options_.shared_dir) / source.substr(7)).string();
+    return source;
+  }
+
+ private:
+  const TrainOptions& options_;
+  bool manifest_read_ = false;
+  std::map<std::string, std::string> by_origin_;
+};
 
 }  // namespace
 
@@ -48,31 +86,48 @@ TrainingSet LoadTrainingSet(const TrainOptions& o, const WacoTemplate& waco) {
   auto db = Database::Open(o.db_path, OpenMode::kReadOnly);
   MeasurementFilter filter;
   filter.kernel = o.kernel;
-  const std::vector<MeasurementRow> rows = db->Measurements(filter);
+  std::vector<MeasurementRow> rows = db->Measurements(filter);
   if (rows.empty())
     throw InputError(o.db_path, 0, "no measurements of " + o.kernel + " to train on");
 
-  // Validation: the held-out files' patterns, and any source that names one of them.
+  // Times only rank schedules measured alike: one machine and one setting of the dense sizes,
+  // the most common ones.
+  std::map<std::pair<int64_t, std::string>, int64_t> settings;
+  for (const MeasurementRow& row : rows) ++settings[{row.machine_id, DenseSizesToText(row.dense)}];
+  const auto setting = std::max_element(settings.begin(), settings.end(), [](auto& a, auto& b) {
+                         return a.second < b.second;
+                       })->first;
+
+  // Validation: the held-out files' patterns, and any source made from one of them.
   const std::vector<std::string> held_out = ReadValidationList(o.validation_list);
   std::set<std::string> validation_prints;
   for (const auto& relative : held_out) {
     const std::string path = (fs::path(o.shared_dir) / relative).string();
-    if (fs::exists(path)) validation_prints.insert(PatternFingerprint(ReadTensorFile(path)));
+    if (!fs::exists(path))
+      throw InputError(o.validation_list, 0, "the held-out file " + path + " does not exist");
+    validation_prints.insert(PatternFingerprint(ReadTensorFile(path)));
   }
-  auto mentions_held_out = [&](const std::string& source) {
+  auto made_from_held_out = [&](const std::string& source) {
     for (const auto& relative : held_out) {
-      if (source.find(relative) != std::string::npos) return true;
+      if (NamesFile(source, relative, (fs::path(o.shared_dir) / relative).string())) return true;
     }
     return false;
   };
 
   TrainingSet set;
   std::map<std::string, TrainingMatrix> by_print;
+  std::map<std::string, std::set<std::string>> seen_schedules;
   for (const MeasurementRow& row : rows) {
+    if (std::make_pair(row.machine_id, DenseSizesToText(row.dense)) != setting) {
+      ++set.other_setting_rows;
+      continue;
+    }
     if (row.median_ms >= o.max_ms) {
       ++set.dropped_rows;
       continue;
     }
+    // A schedule measured twice on one pattern (a pattern under two names) counts once.
+    if (!seen_schedules[row.fingerprint].insert(row.schedule.canonical_json).second) continue;
     TrainingMatrix& m = by_print[row.fingerprint];
     m.fingerprint = row.fingerprint;
     if (row.source == "fixed_csr") m.fixed_csr_ms = row.median_ms;
@@ -87,25 +142,29 @@ TrainingSet LoadTrainingSet(const TrainOptions& o, const WacoTemplate& waco) {
     m.schedules.push_back(waco.Encode(*point));
     m.times.push_back(row.median_ms);
   }
+  PatternFiles files(o);
   for (auto& [print, m] : by_print) {
     if (m.times.size() < 2) continue;
     const auto record = db->FindMatrix(print);
     if (!record) continue;
     m.name = record->name;
-    m.path = ResolvePattern(*record, o);
+    m.path = files.Resolve(*record);
     if (!fs::exists(m.path))
       throw InputError(m.path, 0,
-                       "the pattern of " + m.name +
-                           " is missing (materialize the corpus with "
-                           "scripts/collect_training_data.sh --materialize-only)");
-    const bool validation = validation_prints.count(print) > 0;
-    if (!validation && mentions_held_out(record->source_path)) continue;  // a held-out resize
+                       "the pattern of " + m.name + " is missing (materialize the corpus with "
+                       "scripts/collect_training_data.sh --materialize-only)");
+    const bool validation =
+        validation_prints.count(print) > 0 || made_from_held_out(record->source_path);
     (validation ? set.validation : set.train).push_back(std::move(m));
   }
   if (o.max_matrices > 0 && static_cast<int>(set.train.size()) > o.max_matrices)
     set.train.resize(o.max_matrices);
   if (set.train.empty())
-    throw InputError(o.db_path, 0, "no training matrices with at least two measurements");
+    throw InputError(o.db_path, 0, "no training patterns with at least two measurements");
+  if (set.validation.empty())
+    throw InputError(o.validation_list, 0,
+                     "none of these held-out patterns (nor a resize of one) has measurements of " +
+                         o.kernel + " in " + o.db_path + " to validate on");
   return set;
 }
 

@@ -21,7 +21,8 @@ struct TrainingMatrix {
 
 struct TrainingSet {
   std::vector<TrainingMatrix> train, validation;
-  int64_t dropped_rows = 0;  // measurements outside the template or over max_ms
+  int64_t dropped_rows = 0;        // measurements outside the template or over max_ms
+  int64_t other_setting_rows = 0;  // measured on another machine or with other dense sizes
 };
 
 // Reads the kernel's verified measurements, groups them by pattern, resolves each pattern's

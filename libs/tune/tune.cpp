@@ -6,6 +6,10 @@
 #include <filesystem>
 
 #include "base/errors.hpp"
+#include "base/paths.hpp"
+#include "costmodel/cost_model.hpp"
+#include "costmodel/model_files.hpp"
+#include "search/schedule_index.hpp"
 #include "collect/candidates.hpp"
 #include "db/database.hpp"
 #include "db/machine.hpp"
@@ -67,6 +71,7 @@ nlohmann::json TuneReport::ToJson() const {
   out["tune_ms"] = tune_ms;
   out["stage_ms"] = stage_ms;
   out["sources"] = sources_used;
+  out["model_evaluations"] = model_evaluations;
   out["candidates"] = nlohmann::json::array();
   for (const auto& c : candidates) {
     nlohmann::json j = {{"schedule", nlohmann::json::parse(c.schedule_json)},
@@ -158,10 +163,34 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   AddDistinct(candidates, {FixedCsrSchedule(e), "", "fixed_csr"});
   report.sources_used.push_back("fixed_csr");
   const std::string& kernel = request.kernel;
+  const bool has_template = !kernel.empty() && WacoTemplate::ForKernel(kernel) != nullptr;
+  bool model_used = false;
+  if (has_template && request.use_model) {
+    const std::string dir = request.model_dir.empty()
+                                ? (std::filesystem::path(DefaultModelsDirectory()) / kernel).string()
+                                : request.model_dir;
+    // A shipped model that is absent is skipped; one that is named, or broken, is an error.
+    if (!request.model_dir.empty() || std::filesystem::exists(std::filesystem::path(dir) / kModelManifest)) {
+      stage("searching");
+      const auto model_start = Clock::now();
+      auto model = LoadCostModel(dir, kernel);
+      auto index = ScheduleIndex::Open(*model, CacheDirectory() + "/search");
+      const std::vector<float> embedding = model->EmbedMatrix(tensor);
+      auto waco = WacoTemplate::ForKernel(kernel);
+      const auto& set = model->schedule_set();
+      const auto ranked = index->Search(
+          embedding, request.top_k,
+          [&](size_t s) { return waco->CheckMember(set[s], sizes).empty(); },
+          &report.model_evaluations);
+      for (const auto& r : ranked) AddDistinct(candidates, {waco->ToSchedule(set[r.index]), "", "model"});
+      report.sources_used.push_back("model");
+      report.stage_ms["model"] = MsSince(model_start);
+      model_used = true;
+    }
+  }
   auto heuristic = HeuristicCandidates(kernel, e, sizes);
   if (!heuristic.empty()) report.sources_used.push_back("heuristic");
   for (auto& c : heuristic) AddDistinct(candidates, std::move(c));
-  const bool has_template = !kernel.empty() && WacoTemplate::ForKernel(kernel) != nullptr;
   if (!has_template) {
     const PatternStats stats = ComputePatternStats(tensor);
     try {
@@ -173,9 +202,10 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
       // SparseAuto has nothing to say about this expression; the others still run.
     }
   }
-  if (request.samples > 0 && (has_template || request.sample_generic)) {
+  const int samples = request.samples >= 0 ? request.samples : model_used ? 0 : 16;
+  if (samples > 0 && (has_template || request.sample_generic)) {
     CandidateOptions options;
-    options.samples = request.samples;
+    options.samples = samples;
     options.seed = request.seed;
     const auto sampled = SampleCandidates(kernel.empty() ? report.kernel : kernel, e, sizes,
                                           report.fingerprint, options);

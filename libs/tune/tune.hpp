@@ -24,7 +24,10 @@ struct TuneRequest {
   std::map<std::string, int64_t> dense;  // sizes of the dense-only indices (defaults applied)
   DType dtype = DType::kF32;
   std::string db_path;
-  int samples = 16;  // sampled SuperSchedules (kernels with a WACO template)
+  int samples = -1;  // sampled SuperSchedules; -1: 16 without a cost model, none with one
+  // The cost model: "" uses the shipped models/<kernel> when it is there; a folder must load.
+  std::string model_dir;
+  bool use_model = true;
   // Kernels without a template sample from the generic sampler only when asked: its random
   // loop trees of fused kernels are often thousands of times slower than SparseAuto's.
   bool sample_generic = false;
@@ -63,6 +66,7 @@ struct TuneReport {
   std::vector<TuneCandidateResult> candidates;
   std::map<std::string, double> stage_ms;
   std::vector<std::string> sources_used;
+  int64_t model_evaluations = 0;  // head evaluations of the search
   std::vector<std::string> emitted_files;
 
   double speedup_vs_fixed_csr() const { return winner_ms > 0 ? fixed_csr_ms / winner_ms : 0; }

@@ -68,8 +68,9 @@ class TrainedModel : public ::testing::Test {
     const std::string validation = dir_->File("validation.txt", "matrices/rajat19.mtx\n");
     model_ = dir_->path() + "/model";
     const auto t = testing::RunCli({"train", "--kernel", "spmv", "--db", db, "--out", model_,
-                                    "--epochs", "1", "--validation", validation, "--shared",
-                                    std::string(SPARSETUNE_SHARED_DIR) + "/datasets", "--json"});
+                                    "--epochs", "1", "--validation", validation, "--json"},
+                                   {"SPARSETUNE_SHARED_DATASETS=" +
+                                    std::string(SPARSETUNE_SHARED_DIR) + "/datasets"});
     ASSERT_EQ(t.exit_code, 0) << t.err;
     metrics_ = new nlohmann::json(nlohmann::json::parse(t.out));
   }
@@ -140,13 +141,18 @@ TEST_F(TrainedModel, RefusesModelsThatDoNotFit) {
   manifest["template_version"] = manifest["template_version"].get<int>() - 1;
   std::ofstream(old + "/model.json") << manifest.dump();
   expect_refused(old, "spmv", "model.json");
-  // Truncated weights.
-  const std::string cut = dir_->path() + "/cut";
-  fs::copy(model_, cut);
-  fs::resize_file(cut + "/waconet.pt", fs::file_size(cut + "/waconet.pt") / 2);
-  expect_refused(cut, "spmv", "waconet.pt");
-  fs::resize_file(cut + "/head.bin", 100);
-  expect_refused(cut, "spmv", "");
+  // Each file truncated, and each file missing.
+  for (const char* file : {kModelManifest, kModelWacoNet, kModelEmbedder, kModelHead,
+                           kModelSchedules}) {
+    const std::string cut = dir_->path() + "/cut-" + file;
+    fs::copy(model_, cut);
+    fs::resize_file(fs::path(cut) / file, fs::file_size(fs::path(cut) / file) / 2);
+    expect_refused(cut, "spmv", file);
+    const std::string missing = dir_->path() + "/missing-" + file;
+    fs::copy(model_, missing);
+    fs::remove(fs::path(missing) / file);
+    expect_refused(missing, "spmv", file);
+  }
 }
 
 // An executable linked against LibTorch takes about 0.7 s to start: the commands that never

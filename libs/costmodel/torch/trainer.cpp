@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -35,7 +36,23 @@ struct Example {
   PatternGrid grid;
   std::vector<float> side;     // raw
   std::vector<float> summary;  // raw
+  // WACONet's convolution maps and input, which do not depend on the weights: built on first
+  // use and kept while the cache budget lasts.
+  mutable std::shared_ptr<const WacoNetMaps> maps;
+  mutable torch::Tensor features;
 };
+
+int64_t MapBytes(const WacoNetMaps& maps) {
+  int64_t bytes = 0;
+  for (const ConvMaps& layer : maps.layers) {
+    bytes += int64_t(layer.output.coords.size()) * 4;
+    for (size_t k = 0; k < layer.input_index.size(); ++k) {
+      if (layer.input_index[k].defined())
+        bytes += (layer.input_index[k].numel() + layer.output_index[k].numel()) * 8;
+    }
+  }
+  return bytes;
+}
 
 void Standardize(std::vector<float>& v, const std::vector<float>& mean,
                  const std::vector<float>& stddev) {
@@ -69,18 +86,32 @@ class WacoNetEncoder : public MatrixEncoder {
   WacoNetEncoder(WacoNet net, std::vector<float> mean, std::vector<float> stddev)
       : net(std::move(net)), mean_(std::move(mean)), std_(std::move(stddev)) {}
   torch::Tensor Embed(const Example& e) override {
-    const WacoNetMaps maps = BuildWacoNetMaps(e.grid);
-    std::vector<float> features = e.grid.features, side = e.side;
+    std::shared_ptr<const WacoNetMaps> maps = e.maps;
+    if (!maps) {
+      maps = std::make_shared<const WacoNetMaps>(BuildWacoNetMaps(e.grid));
+      const int64_t bytes = MapBytes(*maps);
+      if (cached_bytes_ + bytes <= kCacheBudget) {
+        e.maps = maps;
+        cached_bytes_ += bytes;
+      }
+    }
+    if (!e.features.defined()) {
+      std::vector<float> features = e.grid.features;
+      e.features = torch::from_blob(features.data(), {e.grid.sites(), 1}).clone();
+    }
+    std::vector<float> side = e.side;
     Standardize(side, mean_, std_);
-    return net->forward(torch::from_blob(features.data(), {e.grid.sites(), 1}).clone(), maps,
-                        torch::from_blob(side.data(), {3}).clone());
+    return net->forward(e.features, *maps, torch::from_blob(side.data(), {3}).clone());
   }
+  int64_t cached_bytes() const { return cached_bytes_; }
   std::vector<torch::Tensor> parameters() override { return net->parameters(); }
   void train(bool on) override { net->train(on); }
   WacoNet net;
 
  private:
+  static constexpr int64_t kCacheBudget = int64_t(6) << 30;
   std::vector<float> mean_, std_;
+  int64_t cached_bytes_ = 0;
 };
 
 class SummaryEncoder : public MatrixEncoder {
@@ -264,6 +295,9 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
     SaveHead(head, (dir / kModelHead).string());
   });
 
+  if (o.log)
+    o.log("train " + o.kernel + ": WACONet's convolution maps of " +
+          std::to_string(encoder.cached_bytes() >> 20) + " MiB kept between epochs");
   SummaryEncoder summary(summary_mean, summary_std);
   ScheduleEmbedder summary_embedder(manifest.layout);
   Head summary_head;
