@@ -1,0 +1,94 @@
+// examples/cmake as a user builds it: configuring stops with the tune command while the
+// database has no winner; after a tune it emits, builds and links the kernel, and the program
+// agrees with a plain CSR loop.
+#include <gtest/gtest.h>
+#include <spawn.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_support.hpp"
+
+namespace sparsetune {
+namespace {
+
+using testing::RunCli;
+using testing::TempDir;
+
+const std::string kExample = std::string(SPARSETUNE_SOURCE_DIR) + "/datasets/examples/cavity24.mtx";
+const std::string kProject = std::string(SPARSETUNE_SOURCE_DIR) + "/examples/cmake";
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a program found on PATH (no shell), with stdout and stderr captured in one file.
+CommandResult RunCommand(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> all = args;
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  CommandResult result;
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  std::ifstream in(log);
+  std::stringstream s;
+  s << in.rdbuf();
+  result.output = s.str();
+  return result;
+}
+
+CommandResult Configure(const TempDir& dir, const std::string& build, const std::string& db) {
+  return RunCommand({"cmake", "-S", kProject, "-B", build, "-DSPARSETUNE=" SPARSETUNE_BINARY,
+                     "-DSPARSETUNE_DB=" + db, "-DMATRIX=" + kExample},
+                    dir.File("configure.log"));
+}
+
+TEST(CMakeExample, BuildsTheTunedKernelAndMatchesCsr) {
+  TempDir dir;
+  const std::string db = dir.File("t.db");
+
+  // Nothing stored yet: configuring fails and tells the user what to run.
+  const auto miss = Configure(dir, dir.path() + "/miss", db);
+  EXPECT_NE(miss.exit_code, 0) << miss.output;
+  EXPECT_NE(miss.output.find("sparsetune tune"), std::string::npos) << miss.output;
+  EXPECT_NE(miss.output.find("--kernel spmv"), std::string::npos) << miss.output;
+
+  const auto tune = RunCli(
+      {"tune", kExample, "--kernel", "spmv", "--db", db, "--samples", "2", "--no-model", "--json"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+
+  const std::string build = dir.path() + "/build";
+  const auto configure = Configure(dir, build, db);
+  ASSERT_EQ(configure.exit_code, 0) << configure.output;
+  EXPECT_NE(configure.output.find("stored winner"), std::string::npos) << configure.output;
+  const auto compile =
+      RunCommand({"cmake", "--build", build, "--parallel", "2"}, dir.File("build.log"));
+  ASSERT_EQ(compile.exit_code, 0) << compile.output;
+
+  const auto run = RunCommand({build + "/spmv_example"}, dir.File("run.log"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(run.output, match, std::regex("max error ([0-9.eE+-]+)")))
+      << run.output;
+  const double error = std::stod(match[1]);
+  EXPECT_LT(error, 1e-4) << run.output;
+  EXPECT_NE(run.output.find("138187 nonzeros"), std::string::npos) << run.output;
+}
+
+}  // namespace
+}  // namespace sparsetune
