@@ -71,6 +71,9 @@ class Lowerer {
     for (const auto& [index, size] : s_.splits) {
       if (e_.IndexId(index) < 0)
         Fail("split of " + index + ": the expression has no index " + index);
+      // FromJson refuses these too; schedules built in code reach here unchecked.
+      if (size < 1)
+        Fail("split of " + index + " is " + std::to_string(size) + "; it must be at least 1");
     }
     for (const auto& index : e_.indices) {
       const int64_t split = s_.SplitOf(index);
