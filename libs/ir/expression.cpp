@@ -17,7 +17,7 @@ class Parser {
   Access ParseSingleAccess() {
     Access a = ParseAccess();
     SkipSpace();
-    if (pos_ < text_.size()) Fail(std::string("unexpected '") + text_[pos_] + "' after the access");
+    if (pos_ < text_.size()) Fail("unexpected '" + CharAt(pos_) + "' after the access");
     return a;
   }
 
@@ -40,8 +40,7 @@ class Parser {
       SkipSpace();
     } while (Consume('*'));
     if (pos_ < text_.size()) {
-      Fail(std::string("unexpected '") + text_[pos_] +
-           "' (only products of tensor accesses are supported)");
+      Fail("unexpected '" + CharAt(pos_) + "' (only products of tensor accesses are supported)");
     }
     return a;
   }
@@ -56,6 +55,36 @@ class Parser {
   void SkipSpace() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
   }
+  // The character at `pos` for a message: a whole UTF-8 sequence, or an escape for a byte that
+  // is not printable or starts no valid sequence. Messages must stay valid UTF-8: they reach
+  // JSON output, which refuses broken UTF-8.
+  std::string CharAt(size_t pos) const {
+    auto byte = [&](size_t k) { return static_cast<unsigned char>(text_[k]); };
+    const unsigned char c = byte(pos);
+    if (c >= 0x20 && c < 0x7f) return std::string(1, static_cast<char>(c));
+    // Lengths and second-byte ranges of well-formed UTF-8 (Unicode Table 3-7).
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) {
+      length = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      length = 3;
+      if (c == 0xe0) low = 0xa0;
+      if (c == 0xed) high = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      length = 4;
+      if (c == 0xf0) low = 0x90;
+      if (c == 0xf4) high = 0x8f;
+    }
+    bool valid = length > 0 && pos + length <= text_.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      const unsigned char b = byte(pos + k);
+      valid = k == 1 ? (b >= low && b <= high) : (b >= 0x80 && b <= 0xbf);
+    }
+    if (valid) return std::string(text_.substr(pos, length));
+    static const char* hex = "0123456789abcdef";
+    return std::string("\\x") + hex[c >> 4] + hex[c & 15];
+  }
   [[noreturn]] void Fail(const std::string& cause) const {
     throw InputError(what_ + ": column " + std::to_string(pos_ + 1) + ": " + cause);
   }
@@ -64,7 +93,7 @@ class Parser {
     const size_t start = pos_;
     if (!(std::isalpha(static_cast<unsigned char>(Peek())) || Peek() == '_')) {
       Fail(std::string("expected ") + role +
-           (Peek() ? std::string(", found '") + Peek() + "'" : std::string(", found the end")));
+           (Peek() ? ", found '" + CharAt(pos_) + "'" : std::string(", found the end")));
     }
     while (std::isalnum(static_cast<unsigned char>(Peek())) || Peek() == '_') ++pos_;
     return std::string(text_.substr(start, pos_ - start));
