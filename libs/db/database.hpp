@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -204,6 +205,14 @@ class Database {
   DatabaseStats ImportMeasurements(const std::string& path);
   // Copies everything from another database file, with the same rules as import.
   DatabaseStats MergeDatabase(const std::string& other_path);
+  // Copies several database files in one transaction, so a bad one (missing, not a sparsetune
+  // database, this database itself) throws InputError naming it and changes nothing. Returns
+  // the rows each added.
+  std::vector<DatabaseStats> MergeDatabases(const std::vector<std::string>& other_paths);
+  // Writes one JSON object per line per stored winner: fingerprint, matrix (name), kernel,
+  // expression, dense, dtype, machine {id, key, cpu_model}, schedule (the JSON object),
+  // time_ms, fixed_csr_ms (null when unknown), updated_at. Returns the lines written.
+  int64_t ExportWinners(std::ostream& out);
 
  private:
   Database(std::string path, OpenMode mode);

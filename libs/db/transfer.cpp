@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <ostream>
 #include <unordered_map>
 
 #include "base/errors.hpp"
@@ -503,20 +504,68 @@ DatabaseStats Database::ImportMeasurements(const std::string& path) {
 }
 
 DatabaseStats Database::MergeDatabase(const std::string& other_path) {
-  RequireWritable("MergeDatabase");
-  std::unique_ptr<Database> other = Database::Open(other_path, OpenMode::kReadOnly);
-  DatabaseStats before, after;
+  return MergeDatabases({other_path}).front();
+}
+
+std::vector<DatabaseStats> Database::MergeDatabases(const std::vector<std::string>& other_paths) {
+  RequireWritable("MergeDatabases");
+  // Every input is opened (and so checked) before anything is written.
+  std::vector<std::unique_ptr<Database>> others;
+  for (const auto& other_path : other_paths) {
+    std::error_code error;
+    if (std::filesystem::equivalent(path_, other_path, error))
+      throw InputError(other_path, 0, "is the database merged into");
+    others.push_back(Database::Open(other_path, OpenMode::kReadOnly));
+  }
+  std::vector<DatabaseStats> added;
   connection_->WriteTransaction([&] {
-    before = Statistics();
-    RecordApplier applier(*connection_, other_path);
-    int64_t record = 0;
-    ReadTransaction(*other->connection_, [&] {
-      DumpRecords(*other->connection_, [&](const Json& line) { applier.Apply(line, ++record); });
-    });
-    applier.Finish();
-    after = Statistics();
+    added.clear();
+    DatabaseStats before = Statistics();
+    for (size_t k = 0; k < others.size(); ++k) {
+      Database& other = *others[k];
+      RecordApplier applier(*connection_, other_paths[k]);
+      int64_t record = 0;
+      ReadTransaction(*other.connection_, [&] {
+        DumpRecords(*other.connection_, [&](const Json& line) { applier.Apply(line, ++record); });
+      });
+      applier.Finish();
+      const DatabaseStats after = Statistics();
+      added.push_back(Difference(after, before));
+      before = after;
+    }
   });
-  return Difference(after, before);
+  return added;
+}
+
+int64_t Database::ExportWinners(std::ostream& out) {
+  int64_t lines = 0;
+  ReadTransaction(*connection_, [&] {
+    Statement rows = connection_->Prepare(
+        "SELECT x.fingerprint, x.name, w.kernel, s.expression, w.dense, w.dtype, w.machine_id, "
+        "c.machine_key, c.cpu_model, s.canonical_json, w.time_ms, w.fixed_csr_ms, w.updated_at "
+        "FROM winners w JOIN matrices x ON x.id = w.matrix_id "
+        "JOIN schedules s ON s.id = w.schedule_id JOIN machines c ON c.id = w.machine_id "
+        "ORDER BY w.id");
+    while (rows.Step()) {
+      const std::optional<double> fixed_csr = rows.OptionalDouble(11);
+      const Json line = {
+          {"fingerprint", rows.Text(0)},
+          {"matrix", rows.Text(1)},
+          {"kernel", rows.Text(2)},
+          {"expression", rows.Text(3)},
+          {"dense", ParseStored(rows.Text(4))},
+          {"dtype", rows.Text(5)},
+          {"machine", {{"id", rows.Int(6)}, {"key", rows.Text(7)}, {"cpu_model", rows.Text(8)}}},
+          {"schedule", ParseStored(rows.Text(9))},
+          {"time_ms", rows.Double(10)},
+          {"fixed_csr_ms", fixed_csr ? Json(*fixed_csr) : Json(nullptr)},
+          {"updated_at", rows.Text(12)}};
+      out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
+      ++lines;
+    }
+  });
+  if (!out) throw InternalError("cannot write the winners (disk full?)");
+  return lines;
 }
 
 }  // namespace sparsetune
