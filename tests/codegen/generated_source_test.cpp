@@ -1,0 +1,308 @@
+// The generated C++ of a few schedules carries what each schedule asks for (a parallel loop
+// with its chunk or a balanced partition, N partial sums for unroll N, narrow coordinate types,
+// sliced lanes, register tiles), compiles, and computes what the reference computes. Assertions
+// look for robust features of the text, not the whole text.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/errors.hpp"
+#include "cli/cli_support.hpp"
+#include "codegen/codegen.hpp"
+#include "ir/kernels.hpp"
+#include "ir/loop_nest.hpp"
+#include "measure/runner.hpp"
+#include "support/test_data.hpp"
+
+namespace sparsetune {
+namespace {
+
+using nlohmann::json;
+
+::testing::AssertionResult Has(const std::string& source, const std::string& text) {
+  if (source.find(text) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no \"" << text << "\" in the generated source:\n"
+                                       << source;
+}
+
+::testing::AssertionResult Lacks(const std::string& source, const std::string& text) {
+  if (source.find(text) == std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << text << "\" in the generated source:\n" << source;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Schedule Parse(const json& j) {
+  return Schedule::FromJson(j, "test schedule");
+}
+
+// Rows whose columns lie within `span` of a diagonal that crosses a very wide matrix: narrow
+// coordinates are then stored relative to each row's first column.
+CooTensor Band(int64_t rows, int64_t cols, int64_t span, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  CooTensor t;
+  t.Reset({rows, cols});
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t diagonal = i * (cols - span) / rows;
+    for (int e = 0; e < 5; ++e) {
+      const int32_t c[2] = {int32_t(i), int32_t(diagonal + int64_t(rng() % uint64_t(span)))};
+      t.Append(c, double(int64_t(rng() % 17) - 8) / 8.0 + 0.0625);
+    }
+  }
+  t.Canonicalize();
+  return t;
+}
+
+class GeneratedKernels : public ::testing::Test {
+ protected:
+  // The source `schedule` generates for the runner's operand (packing decides the coordinate
+  // types), without compiling it.
+  std::string SourceFor(KernelRunner& runner, const Schedule& schedule,
+                        CodegenMode mode = CodegenMode::kRuntimeParameters) {
+    RunOptions options;
+    options.mode = mode;
+    std::string error;
+    const std::string source = runner.Source(schedule, options, &error);
+    EXPECT_FALSE(source.empty()) << schedule.CanonicalJson() << ": " << error;
+    return source;
+  }
+
+  // The same source, compiled, run once and checked against the reference.
+  std::string CompiledAndVerified(KernelRunner& runner, const Schedule& schedule,
+                                  CodegenMode mode = CodegenMode::kRuntimeParameters) {
+    const std::string source = SourceFor(runner, schedule, mode);
+    RunOptions options;
+    options.mode = mode;
+    options.time = false;
+    const RunResult r = runner.Run(schedule, options);
+    EXPECT_TRUE(r.ok() && r.verified)
+        << schedule.CanonicalJson() << ": " << RunStatusName(r.status) << ": " << r.message << "\n"
+        << r.nest << "source " << r.source_path;
+    // What the test asserts on is what ran.
+    EXPECT_EQ(ReadText(r.source_path), source);
+    return source;
+  }
+
+  // A runner on a copy of `tensor` that lives as long as the test (runners keep a reference).
+  KernelRunner& Runner(const std::string& kernel, const CooTensor& tensor,
+                       const std::map<std::string, int64_t>& dense = {},
+                       DType dtype = DType::kF32) {
+    const Expression e = KernelExpression(kernel);
+    tensors_.push_back(std::make_unique<CooTensor>(tensor));
+    runners_.push_back(std::make_unique<KernelRunner>(
+        e, *tensors_.back(), ResolveIndexSizes(e, tensor.dims, dense), dtype, jit_));
+    return *runners_.back();
+  }
+
+  testing::TempDir dir_;
+  Jit jit_{dir_.path() + "/jit"};
+  // Uneven dims (no split divides them), empty rows, both signs.
+  CooTensor matrix_ = testing::RandomSparse({61, 47}, 700, 11);
+  std::vector<std::unique_ptr<CooTensor>> tensors_;
+  std::vector<std::unique_ptr<KernelRunner>> runners_;
+};
+
+TEST_F(GeneratedKernels, FixedCsrSpmvIsADynamicParallelRowLoop) {
+  KernelRunner& runner = Runner("spmv", matrix_);
+  const Schedule csr = FixedCsrSchedule(runner.expression());
+  const std::string source = CompiledAndVerified(runner, csr);
+  EXPECT_TRUE(Has(source, "#pragma omp parallel num_threads(nthreads)"));
+  EXPECT_TRUE(Has(source, "#pragma omp for schedule(dynamic, chunk)"));
+  // Chunk and threads come from the arguments: one object serves every chunk.
+  EXPECT_TRUE(Has(source, "args->chunk"));
+  EXPECT_TRUE(Has(source, "args->threads"));
+  EXPECT_TRUE(Has(source, "typedef float value_t;"));
+  EXPECT_TRUE(Has(source, "L1_pos[p0 + 1]"));                    // row extents through pos
+  EXPECT_TRUE(Has(source, "const int32_t* __restrict L1_crd"));  // wide coordinates
+  // Each row is written once, so the output is not cleared first.
+  EXPECT_TRUE(Lacks(source, "T0[q] = 0"));
+  EXPECT_TRUE(Has(source, "T0[i0] = acc0;"));
+
+  // Baked: the chunk and thread count are constants of the text.
+  Schedule baked = csr;
+  baked.threads = 2;
+  const std::string constant = CompiledAndVerified(runner, baked, CodegenMode::kBaked);
+  EXPECT_TRUE(Has(constant, "constexpr int chunk = 128;"));
+  EXPECT_TRUE(Has(constant, "const int nthreads = 2;"));
+  EXPECT_TRUE(Has(constant, "#pragma omp for schedule(dynamic, chunk)"));
+  EXPECT_TRUE(Lacks(constant, "args->chunk"));
+
+  // Double precision.
+  KernelRunner& f64 = Runner("spmv", matrix_, {}, DType::kF64);
+  EXPECT_TRUE(Has(CompiledAndVerified(f64, csr), "typedef double value_t;"));
+}
+
+TEST_F(GeneratedKernels, RuntimeParametersServeEverySplitChunkAndThreadCount) {
+  KernelRunner& runner = Runner("spmv", matrix_);
+  auto bcsr = [](int64_t block, int64_t chunk, int threads) {
+    return Parse({{"splits", {{"i", block}, {"k", block}}},
+                  {"loop_order", {"i1", "k1", "i0", "k0"}},
+                  {"format", {"i1:U", "k1:C", "i0:U", "k0:U"}},
+                  {"parallel", {{"index", "i1"}, {"chunk", chunk}, {"threads", threads}}}});
+  };
+  const std::string a = SourceFor(runner, bcsr(4, 8, 0));
+  EXPECT_EQ(SourceFor(runner, bcsr(2, 8, 0)), a);
+  EXPECT_EQ(SourceFor(runner, bcsr(4, 1, 2)), a);
+  const std::string b = SourceFor(runner, bcsr(4, 8, 0), CodegenMode::kBaked);
+  EXPECT_NE(SourceFor(runner, bcsr(2, 8, 0), CodegenMode::kBaked), b);
+  EXPECT_NE(SourceFor(runner, bcsr(4, 1, 0), CodegenMode::kBaked), b);
+}
+
+TEST_F(GeneratedKernels, SplitBcsrSpmvReadsBlocksOfTheSplitSize) {
+  KernelRunner& runner = Runner("spmv", matrix_);
+  const Schedule bcsr = Parse({{"splits", {{"i", 4}, {"k", 8}}},
+                               {"loop_order", {"i1", "k1", "i0", "k0"}},
+                               {"format", {"i1:U", "k1:C", "i0:U", "k0:U"}},
+                               {"parallel", {{"index", "i1"}, {"chunk", 3}}}});
+  const std::string source = CompiledAndVerified(runner, bcsr);
+  EXPECT_TRUE(Has(source, "const int64_t s0 = args->splits[0];"));
+  EXPECT_TRUE(Has(source, "const int64_t s1 = args->splits[1];"));
+  // Only the block-column level is compressed; the levels inside a block are dense ranges,
+  // the last one clipped at the matrix edge.
+  EXPECT_TRUE(Has(source, "L1_crd"));
+  EXPECT_TRUE(Lacks(source, "L2_crd"));
+  EXPECT_TRUE(Lacks(source, "L3_crd"));
+  EXPECT_TRUE(Has(source, "st_min(s1, d1 - i1o * s1)"));
+  EXPECT_TRUE(Has(source, "#pragma omp for schedule(dynamic, chunk)"));
+
+  const std::string baked = CompiledAndVerified(runner, bcsr, CodegenMode::kBaked);
+  EXPECT_TRUE(Has(baked, "constexpr int64_t s0 = 4;"));
+  EXPECT_TRUE(Has(baked, "constexpr int64_t s1 = 8;"));
+  EXPECT_TRUE(Has(baked, "constexpr int chunk = 3;"));
+}
+
+TEST_F(GeneratedKernels, BalancedPartitionCutsRowsByNonzeros) {
+  KernelRunner& runner = Runner("spmv", matrix_);
+  Schedule s = FixedCsrSchedule(runner.expression());
+  s.partition = Partition::kBalanced;
+  const std::string source = CompiledAndVerified(runner, s);
+  EXPECT_TRUE(Has(source, "#pragma omp parallel num_threads(nthreads)"));
+  EXPECT_TRUE(Has(source, "st_balanced_bound(0, hi_i0, part, parts, work)"));
+  EXPECT_TRUE(Has(source, "omp_get_thread_num()"));
+  // The work of a row range is read from the row pointers.
+  EXPECT_TRUE(Has(source, "return (int64_t)L1_pos[x];"));
+  EXPECT_TRUE(Lacks(source, "schedule(dynamic"));
+}
+
+// A balanced partition of the reduction loop itself: each thread sums its share of a row's
+// nonzeros and adds it to the row's total.
+TEST_F(GeneratedKernels, BalancedPartitionOfAReductionAddsEachThreadsShare) {
+  KernelRunner& runner = Runner("spmv", matrix_);
+  const Schedule s = Parse({{"loop_order", {"i", "k"}},
+                            {"format", {"i:U", "k:C"}},
+                            {"parallel", {{"index", "k"}, {"partition", "balanced"}}}});
+  const std::string source = CompiledAndVerified(runner, s);
+  EXPECT_TRUE(Has(source, "st_balanced_bound(lo_i1, hi_i1, part, parts, work)"));
+  EXPECT_TRUE(Has(source, "*shared_acc0 += acc0;"));
+}
+
+TEST_F(GeneratedKernels, UnrollNKeepsNPartialSums) {
+  KernelRunner& runner = Runner("spmv", matrix_);
+  Schedule s = FixedCsrSchedule(runner.expression());
+  s.unroll = 4;
+  const std::string source = CompiledAndVerified(runner, s);
+  EXPECT_TRUE(Has(source, "value_t acc0_1 = 0, acc0_2 = 0, acc0_3 = 0;"));
+  EXPECT_TRUE(Lacks(source, "acc0_4"));
+  EXPECT_TRUE(Has(source, "pb1 += 4"));
+  EXPECT_TRUE(Has(source, "acc0 += ((acc0_1 + acc0_2) + acc0_3);"));
+  // Any N: acc0 and N - 1 more, combined pairwise; 1 keeps the plain loop.
+  for (int n : {2, 3, 8}) {
+    s.unroll = n;
+    const std::string text = SourceFor(runner, s);
+    for (int u = 1; u < n; ++u) EXPECT_TRUE(Has(text, "acc0_" + std::to_string(u) + " += ")) << n;
+    EXPECT_TRUE(Lacks(text, "acc0_" + std::to_string(n))) << n;
+    EXPECT_TRUE(Has(text, "pb1 += " + std::to_string(n))) << n;
+  }
+  s.unroll = 1;
+  EXPECT_TRUE(Lacks(SourceFor(runner, s), "acc0_1"));
+}
+
+TEST_F(GeneratedKernels, NarrowCoordinatesUseTheNarrowestType) {
+  Schedule s = FixedCsrSchedule(KernelExpression("spmv"));
+  s.narrow_coordinates = true;
+  // 200 columns: absolute 8-bit coordinates.
+  const CooTensor narrow = testing::RandomSparse({61, 200}, 700, 12);
+  KernelRunner& u8 = Runner("spmv", narrow);
+  const std::string a = CompiledAndVerified(u8, s);
+  EXPECT_TRUE(Has(a, "const uint8_t* __restrict L1_crd"));
+  EXPECT_TRUE(Lacks(a, "L1_base"));
+  // 3000 columns: absolute 16-bit.
+  KernelRunner& u16 = Runner("spmv", testing::RandomSparse({61, 3000}, 700, 13));
+  EXPECT_TRUE(Has(SourceFor(u16, s), "const uint16_t* __restrict L1_crd"));
+  // 300000 columns, each row within 200 of its first: 8 bits relative to a per-row base.
+  const CooTensor band = Band(40, 300000, 200, 14);
+  KernelRunner& relative = Runner("spmv", band);
+  const std::string r = CompiledAndVerified(relative, s);
+  EXPECT_TRUE(Has(r, "const uint8_t* __restrict L1_crd"));
+  EXPECT_TRUE(Has(r, "const int64_t base_i1 = L1_base[p0];"));
+  EXPECT_TRUE(Has(r, "base_i1 + (int64_t)L1_crd[p1]"));
+  // Off: 32-bit coordinates whatever fits.
+  s.narrow_coordinates = false;
+  EXPECT_TRUE(Has(SourceFor(u8, s), "const int32_t* __restrict L1_crd"));
+}
+
+TEST_F(GeneratedKernels, SlicedLevelComputesASliceOfRowsPerColumnSlot) {
+  KernelRunner& runner = Runner("spmv", matrix_);
+  const Schedule sell = Parse({{"splits", {{"i", 8}}},
+                               {"loop_order", {"i1", "k", "i0"}},
+                               {"format", {"i1:U", "k:S", "i0:U"}},
+                               {"parallel", {{"index", "i1"}, {"chunk", 2}}}});
+  const std::string source = CompiledAndVerified(runner, sell);
+  // The slot's coordinate is stored per lane: read at the lane's position p2, not at p1.
+  EXPECT_TRUE(Has(source, "(int64_t)L1_crd[p2]"));
+  EXPECT_TRUE(Lacks(source, "L1_crd[p1]"));
+  // The slice's lanes accumulate in an array updated by one SIMD loop per slot.
+  EXPECT_TRUE(Has(source, "value_t tile0[8] = {};"));
+  EXPECT_TRUE(Has(source, "tile0[i0n] += "));
+  EXPECT_TRUE(Has(source, "#pragma omp simd"));
+  // Its split is a constant of the text even in runtime-parameter mode: the tile's size.
+  EXPECT_TRUE(Has(source, "constexpr int64_t s0 = 8;"));
+}
+
+TEST_F(GeneratedKernels, SpmmRegisterTileHoldsTheOutputSliceInVectors) {
+  const Schedule tiled = Parse({{"splits", {{"j", 16}}},
+                                {"loop_order", {"i", "j1", "k", "j0"}},
+                                {"format", {"i:U", "k:C"}},
+                                {"parallel", {{"index", "i"}, {"chunk", 4}}}});
+  // 40 columns: two whole slices in registers and a partial one by the plain loop.
+  KernelRunner& f32 = Runner("spmm", matrix_, {{"j", 40}});
+  const std::string source = CompiledAndVerified(f32, tiled);
+  EXPECT_TRUE(Has(source, "vector_size(64)"));
+  EXPECT_TRUE(Has(source, "st_vec64 tile0[1] = {};"));  // 16 floats: one 64-byte vector
+  EXPECT_TRUE(Has(source, "*(st_vec64*)&T0["));         // added to the output once per slice
+  EXPECT_TRUE(Has(source, "constexpr int64_t s1 = 16;"));
+  EXPECT_TRUE(Has(source, "if (i1o * s1 + s1 <= d1)"));
+  // 16 doubles: two vectors.
+  KernelRunner& f64 = Runner("spmm", matrix_, {{"j", 40}}, DType::kF64);
+  EXPECT_TRUE(Has(CompiledAndVerified(f64, tiled), "st_vec64 tile0[2] = {};"));
+}
+
+// Codegen refuses what the kernel ABI cannot carry rather than writing past its arrays.
+TEST(Codegen, RefusesMoreIndicesThanTheAbiCarries) {
+  std::string lhs = "y(", rhs;
+  for (int k = 0; k < 17; ++k) {
+    const std::string index = "i" + std::string(1, char('a' + k));
+    lhs += (k ? "," : "") + index;
+  }
+  lhs += ")";
+  // One sparse matrix and dense vectors over the rest: 17 indices.
+  rhs = "A(ia,ib)";
+  for (int k = 2; k < 17; ++k) rhs += " * v" + std::to_string(k) + "(i" + char('a' + k) + ")";
+  const Expression e = BuildExpression(lhs + " = " + rhs, "wide");
+  const LowerOutcome lowered = Lower(e, FixedCsrSchedule(e));
+  ASSERT_NE(lowered.nest, nullptr) << lowered.error;
+  EXPECT_THROW(GenerateKernelSource(*lowered.nest, DType::kF32, CodegenMode::kRuntimeParameters),
+               InputError);
+}
+
+}  // namespace
+}  // namespace sparsetune
