@@ -18,6 +18,7 @@ void RegisterCollect(CLI::App& app, Context& context);
 void RegisterDb(CLI::App& app, Context& context);
 void RegisterTune(CLI::App& app, Context& context);
 void RegisterQuery(CLI::App& app, Context& context);
+void RegisterBatch(CLI::App& app, Context& context);
 void RegisterBench(CLI::App& app, Context& context);
 void RegisterTrain(CLI::App& app, Context& context);
 

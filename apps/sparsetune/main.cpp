@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   sparsetune::cli::RegisterCollect(app, context);
   sparsetune::cli::RegisterTune(app, context);
   sparsetune::cli::RegisterQuery(app, context);
+  sparsetune::cli::RegisterBatch(app, context);
   sparsetune::cli::RegisterBench(app, context);
   sparsetune::cli::RegisterTrain(app, context);
   sparsetune::cli::RegisterDb(app, context);
