@@ -7,7 +7,9 @@
 # `sparsetune collect` over the corpus a batch at a time, and after every batch exports the
 # kernel's measurements to datasets/measurements/<kernel>.jsonl.gz, so that they can be
 # committed as collection proceeds. On start it imports that export, so an interrupted
-# collection (on this or another machine) resumes where it stopped. Once the files exist,
+# collection (on this or another machine) resumes where it stopped. The held-out files of
+# validation.txt are measured first, in the same way and into the same export: training keeps
+# them (and every pattern made from them) for validation only. Once the files exist,
 # `sparsetune collect --kernel K datasets/corpus/corpus.tsv` reads the same manifest.
 #
 # Usage: scripts/collect_training_data.sh [options] [KERNEL...]  (default: spmv spmm sddmm mttkrp)
@@ -23,6 +25,7 @@
 #   --shared DIR        the shared datasets folder (default $SPARSETUNE_SHARED_DATASETS, else
 #                       ../shared/datasets beside the checkout)
 #   --materialize-only  generate the corpus files and stop
+#   --no-held-out       leave out the held-out files of validation.txt
 # Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune, which builds
 # it when needed).
 set -euo pipefail
@@ -37,6 +40,7 @@ cache=${SPARSETUNE_CORPUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sparsetune/corp
 out=$root/datasets/measurements
 shared=${SPARSETUNE_SHARED_DATASETS:-$root/../shared/datasets}
 materialize_only=0
+with_held_out=1
 kernels=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -49,7 +53,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --shared) shared=$2; shift 2 ;;
     --materialize-only) materialize_only=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-held-out) with_held_out=0; shift ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "collect_training_data.sh: unknown option $1" >&2; exit 2 ;;
     *) kernels+=("$1"); shift ;;
   esac
@@ -79,11 +84,15 @@ if [ "$materialize_only" -eq 0 ] && awk -v l="$load" -v n="$(nproc)" 'BEGIN { ex
 fi
 
 declare -A held_out=()
+held_out_files=()
 while IFS= read -r line; do
   line=${line%%#*}
   line=${line%%$'\t'*}
   line=${line// /}
-  [ -n "$line" ] && held_out[$line]=1
+  [ -z "$line" ] && continue
+  held_out[$line]=1
+  # corpus:NAME lines hold out a corpus entry, which is collected with the corpus.
+  [[ $line == corpus:* ]] || held_out_files+=("$line")
 done < "$validation"
 
 # The file of a corpus entry, generating it when missing (written under a temporary name and
@@ -113,9 +122,18 @@ materialize() {
   echo "$path"
 }
 
-# Corpus entries of a kernel, in manifest order: "name<TAB>source" lines.
+# Entries of a kernel: the held-out files it applies to (matrices, or tensors for mttkrp),
+# then the corpus entries in manifest order; "name<TAB>source" lines.
 entries_for() {
   local kernel=$1 count=0
+  if [ "$with_held_out" -eq 1 ]; then
+    for path in "${held_out_files[@]}"; do
+      if [ "$kernel" = mttkrp ]; then [[ $path == tensors/* ]] || continue
+      else [[ $path == matrices/* ]] || continue; fi
+      local stem=${path##*/}
+      printf '%s\t%s\n' "${stem%.*}" "shared:$path"
+    done
+  fi
   while IFS=$'\t' read -r name kernels_field _ source; do
     [[ -z $name || $name == \#* || $name == name ]] && continue
     [[ ,$kernels_field, == *,$kernel,* ]] || continue

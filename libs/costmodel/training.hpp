@@ -23,6 +23,9 @@ struct TrainOptions {
   // Real matrices held out for validation (datasets/corpus/validation.txt: paths relative to
   // shared_dir); their patterns and any resize of them validate, never train.
   std::string validation_list;
+  // The share of the training patterns (by fingerprint) that chooses the epoch to keep
+  // instead of training; validation metrics are then those of a model that never saw them.
+  double selection_fraction = 0.1;
   int epochs = 20;
   int batch = 32;  // schedules per matrix and step, as WACO
   double learning_rate = 1e-4;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/errors.hpp"
+#include "base/hash.hpp"
 #include "collect/inputs.hpp"
 #include "db/database.hpp"
 #include "io/read.hpp"
@@ -17,8 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Validation files (relative to the shared folder, or absolute), one per line; '#' starts a
-// comment, a tab ends the path.
+// Validation entries, one per line: files relative to the shared folder (or absolute), or
+// corpus:NAME for an entry of the corpus; '#' starts a comment, a tab ends the entry.
 std::vector<std::string> ReadValidationList(const std::string& list) {
   std::vector<std::string> out;
   if (list.empty()) return out;
@@ -80,6 +81,15 @@ class PatternFiles {
   std::map<std::string, std::string> by_origin_;
 };
 
+// A fixed share of the patterns, by fingerprint: the same patterns whatever the data's order.
+bool InSelectionShare(const std::string& fingerprint, double fraction) {
+  if (fraction <= 0) return false;
+  StableHasher hasher;
+  hasher.UpdateString(fingerprint);
+  const uint64_t bucket = hasher.Digest64() % 1000;
+  return bucket < static_cast<uint64_t>(fraction * 1000);
+}
+
 }  // namespace
 
 TrainingSet LoadTrainingSet(const TrainOptions& o, const WacoTemplate& waco) {
@@ -98,8 +108,17 @@ TrainingSet LoadTrainingSet(const TrainOptions& o, const WacoTemplate& waco) {
                          return a.second < b.second;
                        })->first;
 
-  // Validation: the held-out files' patterns, and any source made from one of them.
-  const std::vector<std::string> held_out = ReadValidationList(o.validation_list);
+  // Validation: the held-out files' patterns, any source made from one of them, and the
+  // corpus entries held out by name.
+  std::vector<std::string> held_out;
+  std::set<std::string> held_out_names;
+  for (const std::string& entry : ReadValidationList(o.validation_list)) {
+    if (entry.rfind("corpus:", 0) == 0) {
+      held_out_names.insert(entry.substr(7));
+    } else {
+      held_out.push_back(entry);
+    }
+  }
   std::set<std::string> validation_prints;
   for (const auto& relative : held_out) {
     const std::string path = (fs::path(o.shared_dir) / relative).string();
@@ -153,12 +172,21 @@ TrainingSet LoadTrainingSet(const TrainOptions& o, const WacoTemplate& waco) {
       throw InputError(m.path, 0,
                        "the pattern of " + m.name + " is missing (materialize the corpus with "
                        "scripts/collect_training_data.sh --materialize-only)");
-    const bool validation =
-        validation_prints.count(print) > 0 || made_from_held_out(record->source_path);
-    (validation ? set.validation : set.train).push_back(std::move(m));
+    const bool validation = validation_prints.count(print) > 0 ||
+                            held_out_names.count(record->name) > 0 ||
+                            made_from_held_out(record->source_path);
+    if (validation) {
+      set.validation.push_back(std::move(m));
+    } else if (InSelectionShare(print, o.selection_fraction)) {
+      set.selection.push_back(std::move(m));
+    } else {
+      set.train.push_back(std::move(m));
+    }
   }
   if (o.max_matrices > 0 && static_cast<int>(set.train.size()) > o.max_matrices)
     set.train.resize(o.max_matrices);
+  // Without a selection share (tiny data), the epoch is chosen on the training patterns.
+  if (set.selection.empty()) set.selection = set.train;
   if (set.train.empty())
     throw InputError(o.db_path, 0, "no training patterns with at least two measurements");
   if (set.validation.empty())

@@ -21,6 +21,8 @@ struct TrainingMatrix {
 
 struct TrainingSet {
   std::vector<TrainingMatrix> train, validation;
+  // Patterns kept out of training to choose the epoch, so that validation stays unseen.
+  std::vector<TrainingMatrix> selection;
   int64_t dropped_rows = 0;        // measurements outside the template or over max_ms
   int64_t other_setting_rows = 0;  // measured on another machine or with other dense sizes
 };

@@ -132,7 +132,8 @@ class SummaryEncoder : public MatrixEncoder {
 };
 
 struct Fitted {
-  RankingMetrics best;
+  RankingMetrics best;  // validation metrics of the kept epoch
+  double best_selection_tau = 0;
   int best_epoch = -1;
   nlohmann::json epochs = nlohmann::json::array();
   double seconds = 0;
@@ -160,11 +161,13 @@ RankingMetrics Validate(MatrixEncoder& encoder, ScheduleEmbedder& embedder, Head
   return EvaluateRanking(ranked);
 }
 
-// Trains encoder, embedder and head together; keeps the epoch with the best validation
-// Kendall tau (written through `save`).
+// Trains encoder, embedder and head together; keeps the epoch with the best Kendall tau on
+// the selection patterns (written through `save`) and reports the validation metrics of that
+// epoch, so that validation never chooses anything.
 Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& embedder, Head& head,
-           const std::vector<Example>& train, const std::vector<Example>& validation,
-           const TrainOptions& o, const std::function<void()>& save) {
+           const std::vector<Example>& train, const std::vector<Example>& selection,
+           const std::vector<Example>& validation, const TrainOptions& o,
+           const std::function<void()>& save) {
   std::vector<torch::Tensor> parameters = encoder.parameters();
   for (auto& p : embedder->parameters()) parameters.push_back(p);
   for (auto& p : head->parameters()) parameters.push_back(p);
@@ -199,8 +202,10 @@ Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& e
       adam.step();
       loss_sum += loss.item<double>();
     }
+    const RankingMetrics chosen_by = Validate(encoder, embedder, head, selection);
     const RankingMetrics v = Validate(encoder, embedder, head, validation);
     nlohmann::json line = v.ToJson();
+    line["selection_kendall_tau"] = chosen_by.kendall_tau;
     line["epoch"] = epoch + 1;
     line["loss"] = loss_sum / std::max<size_t>(1, train.size());
     line["seconds"] = SecondsSince(epoch_start);
@@ -208,15 +213,17 @@ Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& e
     if (o.log) {
       char text[320];
       std::snprintf(text, sizeof text,
-                    "train %s %s: epoch %d/%d loss %.4f | validation pairwise %.3f tau %.3f "
-                    "top1 %.3f top10 %.3f within10%% %.2f | %.0fs",
+                    "train %s %s: epoch %d/%d loss %.4f | selection tau %.3f | validation "
+                    "pairwise %.3f tau %.3f top1 %.3f top10 %.3f within10%% %.2f | %.0fs",
                     o.kernel.c_str(), label.c_str(), epoch + 1, o.epochs,
-                    line["loss"].get<double>(), v.pairwise_accuracy, v.kendall_tau, v.top1_regret,
+                    line["loss"].get<double>(), chosen_by.kendall_tau, v.pairwise_accuracy,
+                    v.kendall_tau, v.top1_regret,
                     v.top10_regret, v.top10_within_10pct, SecondsSince(epoch_start));
       o.log(text);
     }
-    if (fitted.best_epoch < 0 || v.kendall_tau > fitted.best.kendall_tau) {
+    if (fitted.best_epoch < 0 || chosen_by.kendall_tau > fitted.best_selection_tau) {
       fitted.best = v;
+      fitted.best_selection_tau = chosen_by.kendall_tau;
       fitted.best_epoch = epoch + 1;
       if (save) save();
     }
@@ -267,6 +274,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
     return out;
   };
   const std::vector<Example> train = prepare(set.train);
+  const std::vector<Example> selection = prepare(set.selection);
   const std::vector<Example> validation = prepare(set.validation);
   std::vector<std::vector<float>> sides, summaries;
   for (const Example& e : train) {
@@ -289,7 +297,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   WacoNetEncoder encoder(WacoNet(), manifest.side_mean, manifest.side_std);
   ScheduleEmbedder embedder(manifest.layout);
   Head head;
-  const Fitted waconet = Fit("WACONet", encoder, embedder, head, train, validation, o, [&] {
+  const Fitted waconet = Fit("WACONet", encoder, embedder, head, train, selection, validation, o, [&] {
     torch::save(encoder.net, (dir / kModelWacoNet).string());
     torch::save(embedder, (dir / kModelEmbedder).string());
     SaveHead(head, (dir / kModelHead).string());
@@ -302,7 +310,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   ScheduleEmbedder summary_embedder(manifest.layout);
   Head summary_head;
   const Fitted summary_fit =
-      Fit("summary", summary, summary_embedder, summary_head, train, validation, o, {});
+      Fit("summary", summary, summary_embedder, summary_head, train, selection, validation, o, {});
 
   // The schedule set the search indexes: every distinct point of the training data.
   std::vector<SuperSchedule> set_points;
@@ -315,6 +323,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   WriteScheduleSet((dir / kModelSchedules).string(), set_points);
   nlohmann::json model = manifest.ToJson();
   model["trained"] = {{"training_patterns", set.train.size()},
+                      {"selection_patterns", set.selection.size()},
                       {"validation_patterns", set.validation.size()},
                       {"epochs", o.epochs},
                       {"best_epoch", waconet.best_epoch},
@@ -335,6 +344,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
                                  {"total", SecondsSince(start)}};
   metrics["schedule_set"] = set_points.size();
   metrics["training_patterns"] = set.train.size();
+  metrics["selection_patterns"] = set.selection.size();
   metrics["validation_patterns"] = set.validation.size();
   metrics["validation_names"] = nlohmann::json::array();
   for (const auto& m : set.validation) metrics["validation_names"].push_back(m.name);
