@@ -33,27 +33,35 @@ static TimingResult Summarize(std::vector<double> samples) {
   return result;
 }
 
+// Warm-up runs: at least warmup_runs; waiting for warmup_ms adds runs only up to 10.
+static int MaxWarmupRuns(const TimingOptions& options) {
+  return std::max(10, options.warmup_runs);
+}
+
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {
   TimingResult result;
-  const auto warm_start = std::chrono::steady_clock::now();
-  for (int w = 0; w < 10; ++w) {
+  // Runs once; true (and the result says so) when the run passed max_ms_per_run.
+  auto timed = [&](double* ms) {
     const auto t0 = std::chrono::steady_clock::now();
     run();
-    const double ms = Elapsed(t0);
-    if (options.max_ms_per_run > 0 && ms > options.max_ms_per_run) {
-      result.timed_out = true;
-      result.median_ms = result.min_ms = result.max_ms = ms;
-      result.reps = 1;
-      return result;
-    }
+    *ms = Elapsed(t0);
+    if (options.max_ms_per_run <= 0 || *ms <= options.max_ms_per_run) return false;
+    result.timed_out = true;
+    result.median_ms = result.min_ms = result.max_ms = *ms;
+    result.reps = 1;
+    return true;
+  };
+  const auto warm_start = std::chrono::steady_clock::now();
+  double ms = 0;
+  for (int w = 0; w < MaxWarmupRuns(options); ++w) {
+    if (timed(&ms)) return result;
     if (w + 1 >= options.warmup_runs && Elapsed(warm_start) >= options.warmup_ms) break;
   }
   std::vector<double> samples;
   const auto start = std::chrono::steady_clock::now();
   while (static_cast<int>(samples.size()) < options.max_reps) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    samples.push_back(Elapsed(t0));
+    if (timed(&ms)) return result;
+    samples.push_back(ms);
     if (static_cast<int>(samples.size()) >= options.min_reps &&
         Elapsed(start) >= options.min_total_ms)
       break;
@@ -82,7 +90,7 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
   // Warm-up: the same count for everyone, enough for the slowest-starting contender.
   for (size_t c = 0; c < n; ++c) {
     const auto warm_start = std::chrono::steady_clock::now();
-    for (int w = 0; w < 10 && active[c]; ++w) {
+    for (int w = 0; w < MaxWarmupRuns(options) && active[c]; ++w) {
       timed(c);
       if (w + 1 >= options.warmup_runs && Elapsed(warm_start) >= options.warmup_ms) break;
     }
