@@ -1,0 +1,153 @@
+// Measuring schedules side by side (MeasureTogether) and alone (KernelRunner::Run,
+// VerifyThenTime): one result per schedule in input order, whatever the shuffled groups, with
+// the reason when there is no time; runs over the limit are reported as timed out.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/cli_support.hpp"
+#include "ir/kernels.hpp"
+#include "measure/contest.hpp"
+#include "support/test_data.hpp"
+
+namespace sparsetune {
+namespace {
+
+TimingOptions Quick() {
+  TimingOptions t;
+  t.warmup_runs = 1;
+  t.warmup_ms = 0;
+  t.min_reps = 3;
+  t.max_reps = 3;
+  t.min_total_ms = 0;
+  return t;
+}
+
+class Contest : public ::testing::Test {
+ protected:
+  Contest() : runner_(e_, matrix_, ResolveIndexSizes(e_, matrix_.dims, {}), DType::kF32, jit_) {}
+
+  // FixedCSR, an invalid schedule, a balanced partition, partial sums, and FixedCSR with
+  // another chunk (the same compiled kernel).
+  std::vector<Schedule> Schedules() const {
+    std::vector<Schedule> s(5, FixedCsrSchedule(e_));
+    s[1] = Schedule::FromJson({{"loop_order", {"i"}}, {"format", {"i:U", "k:C"}}}, "invalid");
+    s[2].partition = Partition::kBalanced;
+    s[3].unroll = 4;
+    s[4].chunk = 7;
+    return s;
+  }
+
+  testing::TempDir dir_;
+  Jit jit_{dir_.path() + "/jit"};
+  Expression e_ = KernelExpression("spmv");
+  CooTensor matrix_ = testing::RandomSparse({90, 70}, 900, 41);
+  KernelRunner runner_;
+};
+
+TEST_F(Contest, OneResultPerScheduleInInputOrder) {
+  const std::vector<Schedule> schedules = Schedules();
+  ContestOptions options;
+  options.run.timing = Quick();
+  options.group_size = 2;  // three groups, drawn in a shuffle
+  std::vector<size_t> verified_order;
+  std::set<size_t> grouped;
+  size_t last_total = 0, steps = 0;
+  ContestObserver observer;
+  observer.before_verify = [&](size_t s) { verified_order.push_back(s); };
+  observer.before_group = [&](const std::vector<size_t>& members) {
+    for (size_t s : members) EXPECT_TRUE(grouped.insert(s).second) << s << " timed twice";
+  };
+  observer.after_step = [&](size_t done, size_t total) {
+    EXPECT_EQ(done, ++steps);
+    last_total = total;
+  };
+  const std::vector<RunResult> results =
+      MeasureTogether(runner_, schedules, jit_, options, observer);
+
+  ASSERT_EQ(results.size(), schedules.size());
+  for (size_t s = 0; s < schedules.size(); ++s) {
+    EXPECT_EQ(results[s].schedule_json, schedules[s].CanonicalJson()) << s;
+    if (s == 1) continue;
+    EXPECT_TRUE(results[s].ok()) << s << ": " << results[s].message;
+    EXPECT_TRUE(results[s].verified) << s;
+    EXPECT_EQ(results[s].time.reps, 3) << s;
+    EXPECT_FALSE(results[s].time.timed_out) << s;
+    EXPECT_LE(results[s].time.min_ms, results[s].time.median_ms) << s;
+    EXPECT_LE(results[s].time.median_ms, results[s].time.max_ms) << s;
+  }
+  EXPECT_EQ(results[1].status, RunStatus::kInvalidSchedule);
+  EXPECT_NE(results[1].message.find("uses index k but no loop k encloses it"), std::string::npos)
+      << results[1].message;
+  EXPECT_EQ(results[1].time.reps, 0);
+  // Every schedule verified once, the valid ones timed once, and the steps counted: five
+  // verifications and three groups.
+  EXPECT_EQ(std::set<size_t>(verified_order.begin(), verified_order.end()).size(), 5u);
+  EXPECT_EQ(verified_order.size(), 5u);
+  EXPECT_EQ(grouped, (std::set<size_t>{0, 2, 3, 4}));
+  EXPECT_EQ(steps, 8u);
+  EXPECT_EQ(last_total, 8u);
+  // The same source is compiled once: FixedCSR with chunk 7 reuses the kernel of chunk 128.
+  EXPECT_EQ(results[4].source_path, results[0].source_path);
+}
+
+TEST_F(Contest, RunsOverTheLimitAreReportedAsTimedOut) {
+  // No call of any kernel takes less than a picosecond.
+  const double limit = 1e-9;
+  const std::vector<Schedule> schedules = Schedules();
+  ContestOptions options;
+  options.run.timing = Quick();
+  options.run.timing.max_ms_per_run = limit;
+  const std::vector<RunResult> results = MeasureTogether(runner_, schedules, jit_, options);
+  ASSERT_EQ(results.size(), schedules.size());
+  for (size_t s : {0, 2, 3, 4}) {
+    EXPECT_EQ(results[s].status, RunStatus::kTimedOut) << s << ": " << results[s].message;
+    EXPECT_TRUE(results[s].verified) << s;  // correct, only too slow
+    EXPECT_NE(results[s].message.find("the verifying run took"), std::string::npos);
+  }
+  EXPECT_EQ(results[1].status, RunStatus::kInvalidSchedule);
+
+  // Alone: the first timed run passes the limit.
+  RunOptions run;
+  run.timing = options.run.timing;
+  const RunResult alone = runner_.Run(schedules[0], run);
+  EXPECT_EQ(alone.status, RunStatus::kTimedOut);
+  EXPECT_TRUE(alone.time.timed_out);
+  EXPECT_EQ(alone.time.reps, 1);
+  EXPECT_NE(alone.message.find("over the limit"), std::string::npos) << alone.message;
+  // Verify-then-time stops at the verifying run. (A fresh runner: it subtracts the pack time,
+  // which must be this run's own.)
+  KernelRunner fresh(e_, matrix_, runner_.sizes(), DType::kF32, jit_);
+  const RunResult checked = VerifyThenTime(fresh, schedules[0], run);
+  EXPECT_EQ(checked.status, RunStatus::kTimedOut);
+  EXPECT_NE(checked.message.find("the verifying run took"), std::string::npos) << checked.message;
+  EXPECT_EQ(checked.time.reps, 0);
+}
+
+TEST_F(Contest, RunAloneVerifiesAndTimes) {
+  RunOptions run;
+  run.timing = Quick();
+  const RunResult r = runner_.Run(FixedCsrSchedule(e_), run);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(r.verified);
+  EXPECT_EQ(r.time.reps, 3);
+  EXPECT_FALSE(r.nest.empty());
+  // Not verifying leaves verified false but still times.
+  run.verify = false;
+  const RunResult unchecked = runner_.Run(FixedCsrSchedule(e_), run);
+  EXPECT_TRUE(unchecked.ok());
+  EXPECT_FALSE(unchecked.verified);
+  EXPECT_EQ(unchecked.time.reps, 3);
+  // A format the padding cap refuses: a dense level over a mostly empty dimension.
+  RunOptions capped = run;
+  capped.padding_cap = 1.0;
+  const RunResult refused = runner_.Run(
+      Schedule::FromJson({{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:U"}}}, "dense"),
+      capped);
+  EXPECT_EQ(refused.status, RunStatus::kFormatRefused) << refused.message;
+  EXPECT_FALSE(refused.message.empty());
+}
+
+}  // namespace
+}  // namespace sparsetune
