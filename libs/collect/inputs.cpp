@@ -35,8 +35,10 @@ std::vector<std::string> SplitTabs(const std::string& line) {
   }
 }
 
-// The entries of a corpus manifest (datasets/corpus/corpus.tsv) for one kernel.
-std::vector<InputFile> ManifestFiles(const std::string& manifest, const std::string& kernel) {
+// The entries of a corpus manifest (datasets/corpus/corpus.tsv) for one kernel, each with the
+// manifest line it comes from; with `require_files`, a file that is not there is an error.
+std::vector<InputFile> ManifestFiles(const std::string& manifest, const std::string& kernel,
+                                     bool require_files) {
   std::ifstream in(manifest);
   if (!in) throw InputError(manifest, 0, "cannot open the manifest");
   const fs::path checkout = fs::absolute(manifest).parent_path().parent_path().parent_path();
@@ -72,7 +74,7 @@ std::vector<InputFile> ManifestFiles(const std::string& manifest, const std::str
       throw InputError(manifest, number, "a source is shared:PATH or a gen command");
     }
     std::error_code ec;
-    if (!fs::is_regular_file(file, ec)) {
+    if (require_files && !fs::is_regular_file(file, ec)) {
       throw InputError(manifest, number,
                        file.string() + " does not exist" +
                            (generated ? " (generate the corpus with "
@@ -121,7 +123,7 @@ std::vector<InputFile> ExpandInputPaths(const std::vector<std::string>& paths,
     std::error_code ec;
     if (!fs::exists(path, ec)) throw InputError(path, 0, "no such file or directory");
     if (EndsWith(path, ".tsv")) {
-      append(ManifestFiles(path, kernel));
+      append(ManifestFiles(path, kernel, true));
     } else if (fs::is_directory(path, ec)) {
       std::vector<std::string> found;
       for (const auto& entry : fs::recursive_directory_iterator(path)) {
@@ -146,6 +148,11 @@ std::string MatrixNameOf(const std::string& path) {
     if (EndsWith(name, ext)) name.resize(name.size() - std::string(ext).size());
   }
   return name;
+}
+
+std::vector<InputFile> CorpusManifestEntries(const std::string& manifest,
+                                            const std::string& kernel) {
+  return ManifestFiles(manifest, kernel, false);
 }
 
 }  // namespace sparsetune

@@ -27,6 +27,11 @@ struct InputFile {
 std::vector<InputFile> ExpandInputPaths(const std::vector<std::string>& paths,
                                         const std::string& kernel);
 
+// A corpus manifest's entries for `kernel` with the files they resolve to, as
+// ExpandInputPaths does, whether or not each file is there (for callers that need only some).
+std::vector<InputFile> CorpusManifestEntries(const std::string& manifest,
+                                            const std::string& kernel);
+
 // The file name without its matrix or tensor extensions: "bcsstk01" for bcsstk01.mtx.gz.
 std::string MatrixNameOf(const std::string& path);
 

@@ -59,7 +59,7 @@ class PatternFiles {
     const std::string& source = m.source_path;
     if (source.rfind("gen ", 0) == 0) {
       if (!manifest_read_) {
-        for (const InputFile& f : ExpandInputPaths({options_.corpus_manifest}, options_.kernel))
+        for (const InputFile& f : CorpusManifestEntries(options_.corpus_manifest, options_.kernel))
           by_origin_[f.origin] = f.path;
         manifest_read_ = true;
       }
