@@ -1,0 +1,366 @@
+#include "collect/collection.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "base/errors.hpp"
+#include "base/threads.hpp"
+#include "codegen/codegen.hpp"
+#include "collect/candidates.hpp"
+#include "collect/inputs.hpp"
+#include "collect/restart_watchdog.hpp"
+#include "db/database.hpp"
+#include "db/machine.hpp"
+#include "io/read.hpp"
+#include "jit/jit.hpp"
+#include "measure/contest.hpp"
+#include "measure/runner.hpp"
+#include "measure/timing.hpp"
+#include "tensor/fingerprint.hpp"
+#include "tensor/stats.hpp"
+
+namespace sparsetune {
+
+int64_t CollectTally::failed_total() const {
+  int64_t n = 0;
+  for (const auto& [reason, count] : failed) n += count;
+  return n;
+}
+
+nlohmann::json CollectTally::ToJson() const {
+  return {{"measured", measured},
+          {"skipped", skipped},
+          {"failed", failed},
+          {"restarts", restarts},
+          {"busy_matrices", busy_matrices},
+          {"elapsed_before", elapsed_before},
+          {"recounted", measured + failed_total() + skipped}};
+}
+
+CollectTally CollectTally::FromJson(const nlohmann::json& json) {
+  CollectTally t;
+  t.measured = json.value("measured", int64_t(0));
+  t.skipped = json.value("skipped", int64_t(0));
+  t.failed = json.value("failed", std::map<std::string, int64_t>());
+  t.recounted = json.value("recounted", int64_t(0));
+  t.restarts = json.value("restarts", int64_t(0));
+  t.busy_matrices = json.value("busy_matrices", int64_t(0));
+  t.elapsed_before = json.value("elapsed_before", 0.0);
+  return t;
+}
+
+CollectTally TakeCarriedTally() {
+  CollectTally tally;
+  if (const char* state = std::getenv(kCollectStateVariable)) {
+    try {
+      tally = CollectTally::FromJson(nlohmann::json::parse(state));
+    } catch (const std::exception&) {
+    }
+    unsetenv(kCollectStateVariable);
+  }
+  return tally;
+}
+
+double CollectReport::schedules_per_minute() const {
+  const int64_t work = tally.measured + tally.failed_total();
+  return elapsed_s > 0 ? work * 60.0 / elapsed_s : 0;
+}
+
+nlohmann::json CollectReport::ToJson() const {
+  nlohmann::json out;
+  out["kernel"] = kernel;
+  out["database"] = database;
+  out["files"] = files;
+  out["measured"] = tally.measured;
+  out["failed"] = tally.failed_total();
+  out["failed_by_reason"] = tally.failed;
+  out["skipped"] = tally.skipped;
+  out["unreadable"] = tally.unreadable;
+  out["restarts"] = tally.restarts;
+  out["busy_matrices"] = tally.busy_matrices;
+  out["elapsed_s"] = elapsed_s;
+  out["schedules_per_minute"] = schedules_per_minute();
+  return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// "format_refused" of "format_refused: padding ...".
+std::string ReasonOf(const std::string& failure) {
+  return failure.substr(0, failure.find(':'));
+}
+
+class Collection {
+ public:
+  Collection(const CollectRequest& request, const CollectObserver& observer,
+             std::vector<InputFile> files)
+      : request_(request),
+        observer_(observer),
+        files_(std::move(files)),
+        tally_(request.carried),
+        db_(Database::Open(request.db_path, OpenMode::kReadWrite)),
+        machine_id_(db_->UpsertMachine(DetectMachine(jit_.compiler(), Jit::Flags()))),
+        // Past this a kernel is presumed stuck: pack, one verification and one timed run fit
+        // well within it.
+        hard_limit_s_(request.hard_limit_s > 0 ? request.hard_limit_s
+                                               : 5 * request.max_ms / 1000 + 20),
+        start_(Clock::now()) {
+    progress_.total = int64_t(files_.size()) * (request.samples + 1);
+    progress_.matrix_count = files_.size();
+    if (!request.restart_command.empty()) {
+      watchdog_ = std::make_unique<RestartWatchdog>(request.db_path, request.restart_command,
+                                                    kCollectStateVariable);
+    }
+  }
+
+  CollectReport Run() {
+    for (size_t m = 0; m < files_.size(); ++m) CollectMatrix(m);
+    CollectReport report;
+    report.kernel = request_.kernel;
+    report.database = request_.db_path;
+    report.files = int64_t(files_.size());
+    report.tally = tally_;
+    report.elapsed_s = Elapsed();
+    return report;
+  }
+
+ private:
+  double Elapsed() const {
+    return tally_.elapsed_before + std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
+  const CollectProgress& Snapshot() {
+    progress_.measured = tally_.measured;
+    progress_.failed = tally_.failed_total();
+    progress_.skipped = tally_.skipped;
+    progress_.elapsed_s = Elapsed();
+    return progress_;
+  }
+  void Status(const std::string& status) {
+    progress_.status = status;
+    if (observer_.status) observer_.status(Snapshot());
+  }
+  void Progressed() {
+    if (observer_.progress) observer_.progress(Snapshot());
+  }
+  // The file is left out; `unmeasured` schedules of it are no longer expected.
+  void SkipFile(const std::string& cause, int64_t unmeasured) {
+    if (observer_.file_skipped) observer_.file_skipped(cause);
+    ++tally_.unreadable;
+    progress_.total -= unmeasured;
+  }
+
+  void CollectMatrix(size_t m) {
+    const std::string& path = files_[m].path;
+    progress_.matrix_index = m;
+    progress_.matrix_name = MatrixNameOf(path);
+    Status("reading");
+    CooTensor tensor;
+    IndexSizes sizes;
+    try {
+      std::vector<std::string> warnings;
+      tensor = ReadTensorFile(path, &warnings);
+      sizes = ResolveIndexSizes(request_.expression, tensor.dims, request_.dense);
+    } catch (const InputError& e) {
+      SkipFile(e.what(), request_.samples + 1);
+      return;
+    }
+    const std::string fingerprint = PatternFingerprint(tensor);
+    MatrixRecord matrix;
+    matrix.fingerprint = fingerprint;
+    matrix.name = progress_.matrix_name;
+    matrix.dims = tensor.dims;
+    matrix.nnz = tensor.nnz();
+    matrix.stats = PatternStatsToJson(ComputePatternStats(tensor));
+    matrix.source_path = files_[m].origin;
+    db_->UpsertMatrix(matrix);
+
+    TuningKey key;
+    key.fingerprint = fingerprint;
+    key.kernel = request_.kernel;
+    key.machine_id = machine_id_;
+    for (const auto& index : request_.expression.DenseOnlyIndices())
+      key.dense[index] = sizes.at(index);
+    key.dtype = request_.dtype;
+
+    Status("sampling");
+    CandidateOptions candidate_options;
+    candidate_options.samples = request_.samples;
+    candidate_options.seed = request_.seed;
+    candidate_options.uniform = request_.uniform;
+    const std::vector<Candidate> candidates = SampleCandidates(
+        request_.kernel, request_.expression, sizes, fingerprint, candidate_options);
+    progress_.total -= request_.samples + 1 - int64_t(candidates.size());
+    const std::set<std::string> stored = db_->MeasuredScheduleHashes(key, true);
+    std::vector<const Candidate*> pending;
+    for (const auto& c : candidates) {
+      if (!stored.count(c.hash)) {
+        pending.push_back(&c);
+      } else if (tally_.recounted > 0) {
+        --tally_.recounted;
+      } else {
+        ++tally_.skipped;
+      }
+    }
+    if (pending.empty()) {
+      ++tally_.matrices_done;
+      Progressed();
+      return;
+    }
+
+    std::unique_ptr<KernelRunner> runner;
+    try {
+      runner =
+          std::make_unique<KernelRunner>(request_.expression, tensor, sizes, request_.dtype, jit_);
+      Status("reference");
+      runner->reference();
+    } catch (const InputError& e) {
+      SkipFile(path + ": " + e.what(), int64_t(pending.size()));
+      return;
+    }
+    WaitForIdleCores();
+    Status("measuring");
+    std::vector<RunResult> results;
+    try {
+      results = Measure(*runner, key, pending);
+    } catch (const InputError& e) {
+      if (watchdog_) watchdog_->Disarm();
+      SkipFile(path + ": " + e.what(), int64_t(pending.size()));
+      return;
+    }
+    if (watchdog_) watchdog_->Disarm();
+    for (size_t s = 0; s < pending.size(); ++s) {
+      const RunResult& r = results[s];
+      if (r.ok()) {
+        MeasurementRecord record;
+        record.key = key;
+        record.expression = request_.expression.text;
+        record.schedule_json = pending[s]->json;
+        record.median_ms = r.time.median_ms;
+        record.min_ms = r.time.min_ms;
+        record.max_ms = r.time.max_ms;
+        record.reps = r.time.reps;
+        record.pack_ms = r.pack_ms;
+        record.compile_ms = r.compile_ms;
+        record.verified = r.verified;
+        record.source = pending[s]->source;
+        db_->RecordMeasurement(record);
+        ++tally_.measured;
+      } else {
+        const std::string reason = std::string(RunStatusName(r.status)) + ": " + r.message;
+        db_->RecordFailure(FailureOf(key, *pending[s], reason));
+        ++tally_.failed[ReasonOf(reason)];
+      }
+      Progressed();
+    }
+    ++tally_.matrices_done;
+  }
+
+  // Other processes on the cores distort the times of small parallel kernels.
+  void WaitForIdleCores() {
+    double region_us = ParallelRegionMicros(HardwareThreads());
+    for (const auto wait_start = Clock::now();
+         region_us > kBusyParallelRegionMicros &&
+         std::chrono::duration<double>(Clock::now() - wait_start).count() < request_.wait_idle_s;
+         region_us = ParallelRegionMicros(HardwareThreads())) {
+      Status("waiting for the cores to be idle");
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (region_us > kBusyParallelRegionMicros && tally_.busy_matrices++ == 0 &&
+        observer_.cores_busy) {
+      observer_.cores_busy(region_us);
+    }
+  }
+
+  FailureRecord FailureOf(const TuningKey& key, const Candidate& candidate,
+                          const std::string& reason) const {
+    FailureRecord failure;
+    failure.key = key;
+    failure.expression = request_.expression.text;
+    failure.schedule_json = candidate.json;
+    failure.reason = reason;
+    return failure;
+  }
+
+  // Every pending schedule of the matrix is verified, then timed beside the others in shuffled
+  // rounds (MeasureTogether): none gains from always running first or last. The watchdog is
+  // armed before each step that runs a kernel, with the tally to carry should it fire.
+  std::vector<RunResult> Measure(KernelRunner& runner, const TuningKey& key,
+                                 const std::vector<const Candidate*>& pending) {
+    std::vector<Schedule> schedules;
+    for (const Candidate* candidate : pending) schedules.push_back(candidate->schedule);
+    char limit_text[32];
+    std::snprintf(limit_text, sizeof limit_text, "%g", hard_limit_s_);
+    auto arm = [&](size_t s, double seconds) {
+      if (!watchdog_) return;
+      CollectTally if_fired = tally_;
+      ++if_fired.failed["timed_out"];
+      if_fired.restarts += 1;
+      if_fired.elapsed_before = Elapsed() + seconds;
+      watchdog_->Arm(seconds,
+                     FailureOf(key, *pending[s],
+                               std::string("timed_out: still running after ") + limit_text +
+                                   " s; the collection was restarted"),
+                     if_fired.ToJson().dump());
+    };
+    ContestObserver observer;
+    observer.before_verify = [&](size_t s) { arm(s, hard_limit_s_); };
+    // A verified kernel returns; a group's rounds are bounded by the timing protocol.
+    observer.before_group = [&](const std::vector<size_t>& members) {
+      arm(members.front(), hard_limit_s_ * double(members.size()));
+    };
+    ContestOptions contest;
+    contest.run.verify = true;
+    contest.run.time = true;
+    contest.run.mode = CodegenMode::kRuntimeParameters;
+    // Cheaper than an interactive run: a short warm-up, then the median of at least 5 runs
+    // covering about 50 ms.
+    contest.run.timing.warmup_runs = 1;
+    contest.run.timing.warmup_ms = 10;
+    contest.run.timing.min_reps = 5;
+    contest.run.timing.max_reps = 10000;
+    contest.run.timing.min_total_ms = 50;
+    contest.run.timing.max_ms_per_run = request_.max_ms;
+    contest.compile_jobs = request_.compile_jobs;
+    contest.seed = request_.seed;
+    return MeasureTogether(runner, schedules, jit_, contest, observer);
+  }
+
+  const CollectRequest& request_;
+  const CollectObserver& observer_;
+  const std::vector<InputFile> files_;
+  CollectTally tally_;
+  std::unique_ptr<Database> db_;
+  Jit jit_;
+  int64_t machine_id_;
+  double hard_limit_s_;
+  Clock::time_point start_;
+  CollectProgress progress_;
+  std::unique_ptr<RestartWatchdog> watchdog_;
+};
+
+}  // namespace
+
+CollectReport RunCollection(const CollectRequest& request, const CollectObserver& observer) {
+  // Checked once here rather than failing on every matrix.
+  const std::vector<std::string> dense_indices = request.expression.DenseOnlyIndices();
+  for (const auto& [index, size] : request.dense) {
+    if (std::find(dense_indices.begin(), dense_indices.end(), index) == dense_indices.end())
+      throw InputError("--dense " + index + "=" + std::to_string(size) + ": " + request.kernel +
+                       " has no dense index " + index);
+  }
+  if (request.samples < 0) throw InputError("--samples must be at least 0");
+  if (!(request.max_ms > 0)) throw InputError("--max-ms must be positive");
+  std::vector<InputFile> files = ExpandInputPaths(request.paths, request.kernel);
+  Collection collection(request, observer, std::move(files));
+  return collection.Run();
+}
+
+}  // namespace sparsetune
