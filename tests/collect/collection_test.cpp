@@ -1,0 +1,197 @@
+// RunCollection called as a library: what it stores, what a rerun skips, how it reports files it
+// leaves out, and the tally it carries across a restart.
+#include "collect/collection.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "base/errors.hpp"
+#include "ir/kernels.hpp"
+
+namespace sparsetune {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CollectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("sparsetune_collection_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // Compiled kernels are shared with the command-line tests: the cache is content-addressed.
+    setenv("SPARSETUNE_CACHE",
+           (fs::path(SPARSETUNE_BINARY).parent_path() / "test-jit-cache").c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("SPARSETUNE_CACHE");
+    fs::remove_all(dir_);
+  }
+
+  // A random square pattern in Matrix Market coordinate form.
+  std::string Matrix(const std::string& name, int rows, int nnz, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::set<std::pair<int, int>> entries;
+    while (int(entries.size()) < nnz) entries.insert({int(rng() % rows), int(rng() % rows)});
+    const fs::path path = dir_ / (name + ".mtx");
+    std::ofstream out(path);
+    out << "%%MatrixMarket matrix coordinate real general\n"
+        << rows << " " << rows << " " << nnz << "\n";
+    for (const auto& [i, j] : entries) out << i + 1 << " " << j + 1 << " 1.5\n";
+    return path.string();
+  }
+
+  CollectRequest Spmv(std::vector<std::string> paths, int samples) {
+    CollectRequest request;
+    request.paths = std::move(paths);
+    request.kernel = "spmv";
+    request.expression = KernelExpression("spmv");
+    request.db_path = (dir_ / "t.db").string();
+    request.samples = samples;
+    return request;
+  }
+
+  int64_t Count(const std::string& sql) {
+    sqlite3* db = nullptr;
+    int64_t count = -1;
+    if (sqlite3_open_v2((dir_ / "t.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* stmt = nullptr;
+      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+          sqlite3_step(stmt) == SQLITE_ROW) {
+        count = sqlite3_column_int64(stmt, 0);
+      }
+      sqlite3_finalize(stmt);
+    }
+    sqlite3_close(db);
+    return count;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
+  const std::string a = Matrix("a", 40, 200, 1), b = Matrix("b", 64, 300, 2);
+  const CollectRequest request = Spmv({a, b}, 3);
+  std::vector<std::string> steps;
+  CollectProgress last;
+  CollectObserver observer;
+  observer.status = [&](const CollectProgress& p) {
+    steps.push_back(p.matrix_name + " " + p.status);
+    last = p;
+  };
+  observer.progress = [&](const CollectProgress& p) { last = p; };
+  observer.file_skipped = [&](const std::string& cause) { ADD_FAILURE() << cause; };
+
+  CollectReport report = RunCollection(request, observer);
+  EXPECT_EQ(report.kernel, "spmv");
+  EXPECT_EQ(report.files, 2);
+  EXPECT_EQ(report.tally.measured + report.tally.failed_total(), 8);  // FixedCSR + 3, twice
+  EXPECT_GE(report.tally.measured, 2);
+  EXPECT_EQ(report.tally.skipped, 0);
+  EXPECT_EQ(report.tally.matrices_done, 2);
+  EXPECT_FALSE(report.bad_input());
+  EXPECT_GT(report.schedules_per_minute(), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM measurements"), report.tally.measured);
+  EXPECT_EQ(Count("SELECT count(*) FROM failures"), report.tally.failed_total());
+  EXPECT_EQ(Count("SELECT count(*) FROM measurements WHERE source = 'fixed_csr'"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM matrices"), 2);
+  ASSERT_GE(steps.size(), 4u);
+  EXPECT_EQ(steps.front(), "a reading");
+  EXPECT_EQ(steps.back(), "b measuring");
+  EXPECT_EQ(last.matrix_index, 1u);
+  EXPECT_EQ(last.matrix_count, 2u);
+  EXPECT_EQ(last.total, 8);
+  EXPECT_EQ(last.done(), 8);
+
+  const nlohmann::json json = report.ToJson();
+  for (const char* field :
+       {"kernel", "database", "files", "measured", "failed", "failed_by_reason", "skipped",
+        "unreadable", "restarts", "busy_matrices", "elapsed_s", "schedules_per_minute"})
+    EXPECT_TRUE(json.contains(field)) << field;
+
+  steps.clear();
+  report = RunCollection(request, observer);
+  EXPECT_EQ(report.tally.measured, 0);
+  EXPECT_EQ(report.tally.failed_total(), 0);
+  EXPECT_EQ(report.tally.skipped, 8);
+  // Nothing to measure: no reference, no measuring.
+  EXPECT_EQ(steps,
+            (std::vector<std::string>{"a reading", "a sampling", "b reading", "b sampling"}));
+  EXPECT_EQ(last.done(), 8);
+}
+
+TEST_F(CollectionTest, ABadFileIsReportedAndLeftOut) {
+  const std::string a = Matrix("a", 30, 90, 3);
+  const std::string bad = (dir_ / "bad.mtx").string();
+  std::ofstream(bad) << "%%MatrixMarket matrix coordinate real general\n3 3 1\n9 9 1\n";
+  std::vector<std::string> causes;
+  CollectObserver observer;
+  observer.file_skipped = [&](const std::string& cause) { causes.push_back(cause); };
+  const CollectReport report = RunCollection(Spmv({bad, a}, 1), observer);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_NE(causes[0].find("bad.mtx"), std::string::npos) << causes[0];
+  EXPECT_TRUE(report.bad_input());
+  EXPECT_EQ(report.tally.unreadable, 1);
+  EXPECT_EQ(report.tally.measured + report.tally.failed_total(), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM matrices"), 1);
+}
+
+TEST_F(CollectionTest, BadRequestsThrowBeforeAnythingIsStored) {
+  const std::string a = Matrix("a", 20, 50, 4);
+  CollectRequest request = Spmv({a}, 1);
+  request.dense = {{"q", 3}};
+  EXPECT_THROW(RunCollection(request), InputError);
+  request = Spmv({a}, -1);
+  EXPECT_THROW(RunCollection(request), InputError);
+  request = Spmv({a}, 1);
+  request.max_ms = 0;
+  EXPECT_THROW(RunCollection(request), InputError);
+  request = Spmv({(dir_ / "missing.mtx").string()}, 1);
+  EXPECT_THROW(RunCollection(request), InputError);
+  EXPECT_FALSE(fs::exists(dir_ / "t.db"));
+}
+
+TEST(CollectTally, CarriesCountsAcrossARestart) {
+  CollectTally tally;
+  tally.measured = 5;
+  tally.skipped = 2;
+  tally.failed = {{"timed_out", 1}, {"format_refused", 2}};
+  tally.unreadable = 1;
+  tally.matrices_done = 3;
+  tally.restarts = 1;
+  tally.busy_matrices = 1;
+  tally.elapsed_before = 12.5;
+  EXPECT_EQ(tally.failed_total(), 3);
+
+  setenv(kCollectStateVariable, tally.ToJson().dump().c_str(), 1);
+  const CollectTally carried = TakeCarriedTally();
+  EXPECT_EQ(std::getenv(kCollectStateVariable), nullptr);
+  EXPECT_EQ(carried.measured, 5);
+  EXPECT_EQ(carried.skipped, 2);
+  EXPECT_EQ(carried.failed, tally.failed);
+  EXPECT_EQ(carried.restarts, 1);
+  EXPECT_EQ(carried.busy_matrices, 1);
+  EXPECT_DOUBLE_EQ(carried.elapsed_before, 12.5);
+  // What was counted is met again as stored after the restart, and not counted twice.
+  EXPECT_EQ(carried.recounted, 10);
+  // Files are walked again from the start: these are counted anew.
+  EXPECT_EQ(carried.unreadable, 0);
+  EXPECT_EQ(carried.matrices_done, 0);
+
+  setenv(kCollectStateVariable, "{not json", 1);
+  EXPECT_EQ(TakeCarriedTally().measured, 0);
+  EXPECT_EQ(std::getenv(kCollectStateVariable), nullptr);
+  EXPECT_EQ(TakeCarriedTally().recounted, 0);
+}
+
+}  // namespace
+}  // namespace sparsetune
