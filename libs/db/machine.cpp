@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/compiler.hpp"
 #include "base/hash.hpp"
 
 namespace sparsetune {
@@ -104,16 +105,7 @@ void DetectCaches(MachineInfo& machine) {
 }
 
 void DetectCompiler(MachineInfo& machine, const std::string& compiler) {
-  std::string command = compiler + " --version 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return;
-  char buffer[512];
-  std::string first;
-  if (fgets(buffer, sizeof buffer, pipe)) first = Trim(buffer);
-  // Drain so the child does not die of SIGPIPE while we wait for it.
-  while (fgets(buffer, sizeof buffer, pipe)) {
-  }
-  pclose(pipe);
+  const std::string first = Trim(CompilerVersionLine(compiler));
   machine.compiler = first;
   // The version is the last word that starts with a digit and contains a dot:
   // "c++ (Debian 12.2.0-14) 12.2.0", "Debian clang version 14.0.6".

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/compiler.hpp"
 #include "base/errors.hpp"
 #include "base/hash.hpp"
 #include "base/paths.hpp"
@@ -25,12 +26,6 @@
 namespace sparsetune {
 
 namespace {
-
-std::string ShellQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string ReadFileHead(const std::string& path, int max_lines) {
   std::ifstream in(path);
@@ -98,18 +93,7 @@ Jit::~Jit() {
 
 std::string Jit::compiler_version() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!compiler_version_.empty()) return compiler_version_;
-  const std::string command = ShellQuote(compiler_) + " --version 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[512] = {0};
-  if (pipe) {
-    if (fgets(buffer, sizeof(buffer), pipe)) compiler_version_ = buffer;
-    pclose(pipe);
-  }
-  while (!compiler_version_.empty() &&
-         (compiler_version_.back() == '\n' || compiler_version_.back() == '\r')) {
-    compiler_version_.pop_back();
-  }
+  if (compiler_version_.empty()) compiler_version_ = CompilerVersionLine(compiler_);
   if (compiler_version_.empty()) {
     throw InternalError("cannot run the C++ compiler '" + compiler_ + "' (set CXX or install g++)");
   }
