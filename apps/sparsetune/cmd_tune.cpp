@@ -26,6 +26,7 @@ struct TuneOptions {
   KernelOptions kernel;
   std::string db;
   int top_k = 10;
+  int search_ef = 200;
   int samples = -1;
   std::string model;
   bool no_model = false;
@@ -65,6 +66,7 @@ void RunTune(const TuneOptions& o) {
   if (o.samples_given && *o.samples_given && o.samples < 0)
     throw InputError("--samples must be at least 0");
   if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
+  if (o.search_ef < 1) throw InputError("--search-ef must be at least 1");
   if (o.top_k < 1) throw InputError("--top-k must be at least 1");
   TuneRequest request;
   request.path = o.file;
@@ -80,6 +82,7 @@ void RunTune(const TuneOptions& o) {
   request.sample_generic = o.samples_given && *o.samples_given;
   request.max_ms = o.max_ms;
   request.top_k = o.top_k;
+  request.search_ef = o.search_ef;
   request.force = o.force;
   request.seed = o.seed;
   request.emit_dir = o.emit;
@@ -185,6 +188,9 @@ void RegisterTune(CLI::App& app, Context& context) {
   sub->add_option("--model", o->model,
                   "The cost model's folder (default: the shipped models/<kernel>, when present)");
   sub->add_flag("--no-model", o->no_model, "Do not use a cost model (sampled candidates instead)");
+  sub->add_option("--search-ef", o->search_ef,
+                  "Candidates the search keeps while it walks the schedule graph (hnswlib's ef)")
+      ->capture_default_str();
   sub->add_option("--max-ms", o->max_ms,
                   "A candidate whose run takes longer (and longer than 20 x FixedCSR) is dropped")
       ->check(CLI::PositiveNumber)

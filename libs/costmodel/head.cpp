@@ -81,13 +81,26 @@ std::vector<float> MlpHead::PrepareMatrix(const float* m) const {
   return out;
 }
 
-float MlpHead::Score(const std::vector<float>& prepared, const float* s) const {
+std::vector<float> MlpHead::ProjectSchedule(const float* s) const {
   const int in = 2 * embedding_;
-  float h1[4096], h2[4096];
+  std::vector<float> out(hidden1_);
   for (int o = 0; o < hidden1_; ++o) {
     const float* w = &w1_[size_t(o) * in + embedding_];
-    float sum = prepared[o];
+    float sum = 0;
     for (int k = 0; k < embedding_; ++k) sum += w[k] * s[k];
+    out[o] = sum;
+  }
+  return out;
+}
+
+float MlpHead::Score(const std::vector<float>& prepared, const float* s) const {
+  return ScoreProjected(prepared.data(), ProjectSchedule(s).data());
+}
+
+float MlpHead::ScoreProjected(const float* prepared, const float* projected) const {
+  float h1[4096], h2[4096];
+  for (int o = 0; o < hidden1_; ++o) {
+    const float sum = prepared[o] + projected[o];
     h1[o] = sum > 0 ? sum : 0;
   }
   for (int o = 0; o < hidden2_; ++o) {

@@ -20,8 +20,13 @@ class MlpHead {
   int embedding_size() const { return embedding_; }
   // First layer's matrix half, once per matrix: W1[:, :e] m + b1.
   std::vector<float> PrepareMatrix(const float* matrix_embedding) const;
+  // The first layer's schedule half, once per schedule: W1[:, e:] s (hidden-size floats).
+  std::vector<float> ProjectSchedule(const float* schedule_embedding) const;
+  int projection_size() const { return hidden1_; }
   // The score of one schedule for a prepared matrix (lower: predicted faster).
   float Score(const std::vector<float>& prepared, const float* schedule_embedding) const;
+  // The same from the schedule's projection: the layers after the first only.
+  float ScoreProjected(const float* prepared, const float* projected_schedule) const;
   float Score(const float* matrix_embedding, const float* schedule_embedding) const {
     return Score(PrepareMatrix(matrix_embedding), schedule_embedding);
   }

@@ -17,7 +17,7 @@ namespace sparsetune {
 
 namespace {
 
-// L2 between schedule embeddings while the graph is built; the head's score of the prepared
+// L2 between schedule projections while the graph is built; the head's score of the prepared
 // matrix and a schedule while it is searched (the query argument is then unused).
 struct DistanceState {
   size_t dim = 0;
@@ -32,7 +32,7 @@ float Distance(const void* a, const void* b, const void* param) {
   const float* y = static_cast<const float*>(b);
   if (state->use_head) {
     ++state->evaluations;
-    return state->head->Score(state->prepared, y);
+    return state->head->ScoreProjected(state->prepared.data(), y);
   }
   const float* x = static_cast<const float*>(a);
   float sum = 0;
@@ -65,7 +65,9 @@ std::string FileDigest(const std::string& path) {
 struct ScheduleIndex::Impl {
   std::unique_ptr<HeadSpace> space;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
-  std::vector<float> embeddings;  // n x dim
+  // Each schedule as the head's first layer sees it, W1[:, e:] s (n x dim): the graph's points,
+  // and what a score needs of a schedule.
+  std::vector<float> projections;
   MlpHead head;
   size_t dim = 0, n = 0;
   SearchOptions options;
@@ -82,20 +84,28 @@ std::unique_ptr<ScheduleIndex> ScheduleIndex::Open(CostModel& model, const std::
                                                    const SearchOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->dim = static_cast<size_t>(model.embedding_size());
   impl->head = MlpHead::Load(model.directory());
+  impl->dim = static_cast<size_t>(impl->head.projection_size());
   auto waco = WacoTemplate::ForKernel(model.kernel());
   std::vector<ScheduleEncoding> encodings;
   for (const auto& s : model.schedule_set()) encodings.push_back(waco->Encode(s));
-  impl->embeddings = model.EmbedSchedules(encodings);
+  const std::vector<float> embeddings = model.EmbedSchedules(encodings);
   impl->n = encodings.size();
+  const size_t e = static_cast<size_t>(model.embedding_size());
+  impl->projections.reserve(impl->n * impl->dim);
+  for (size_t s = 0; s < impl->n; ++s) {
+    const std::vector<float> p = impl->head.ProjectSchedule(embeddings.data() + s * e);
+    impl->projections.insert(impl->projections.end(), p.begin(), p.end());
+  }
   impl->space = std::make_unique<HeadSpace>(impl->dim);
   impl->space->state.head = &impl->head;
 
-  // The graph depends on the embedder's weights and the schedule set only.
+  // The graph depends on the embedder's and the head's weights and the schedule set only.
   const std::filesystem::path dir = model.directory();
   StableHasher key;
+  key.UpdateString("projections-1");
   key.UpdateString(FileDigest((dir / kModelEmbedder).string()));
+  key.UpdateString(FileDigest((dir / kModelHead).string()));
   key.UpdateString(FileDigest((dir / kModelSchedules).string()));
   key.UpdateU64(static_cast<uint64_t>(options.m));
   key.UpdateU64(static_cast<uint64_t>(options.ef_construction));
@@ -113,7 +123,7 @@ std::unique_ptr<ScheduleIndex> ScheduleIndex::Open(CostModel& model, const std::
     impl->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(
         impl->space.get(), std::max<size_t>(impl->n, 1), options.m, options.ef_construction);
     for (size_t s = 0; s < impl->n; ++s)
-      impl->graph->addPoint(impl->embeddings.data() + s * impl->dim, s);
+      impl->graph->addPoint(impl->projections.data() + s * impl->dim, s);
     const std::string tmp = path + ".tmp" + std::to_string(getpid());
     impl->graph->saveIndex(tmp);
     std::filesystem::rename(tmp, path);
@@ -156,7 +166,8 @@ std::vector<RankedSchedule> ScheduleIndex::Exhaustive(const std::vector<float>& 
   std::vector<RankedSchedule> all;
   for (size_t s = 0; s < impl_->n; ++s) {
     if (valid && !valid(s)) continue;
-    all.push_back({s, impl_->head.Score(prepared, impl_->embeddings.data() + s * impl_->dim)});
+    all.push_back({s, impl_->head.ScoreProjected(prepared.data(),
+                                                 impl_->projections.data() + s * impl_->dim)});
   }
   const size_t keep = std::min(all.size(), static_cast<size_t>(k));
   std::partial_sort(all.begin(), all.begin() + keep, all.end(),
@@ -176,7 +187,8 @@ std::vector<RankedSchedule> ScheduleIndex::Random(const std::vector<float>& matr
   for (size_t s : order) {
     if (static_cast<int>(out.size()) >= k) break;
     if (valid && !valid(s)) continue;
-    out.push_back({s, impl_->head.Score(prepared, impl_->embeddings.data() + s * impl_->dim)});
+    out.push_back({s, impl_->head.ScoreProjected(prepared.data(),
+                                                 impl_->projections.data() + s * impl_->dim)});
   }
   return out;
 }

@@ -1,7 +1,9 @@
-// The search of WACO (section 3 of the digest): an HNSW graph (hnswlib) over the schedule
-// embeddings of a model's schedule set, built in L2 once per model and cached; a query walks
-// it with the model's head as the distance, evaluated in plain C++ on [matrix embedding,
-// schedule embedding]. Exhaustive scoring and random sampling are there to compare against.
+// The search of WACO (section 3 of the digest): an HNSW graph (hnswlib) over a model's schedule
+// set, built in L2 once per model and cached; a query walks it with the model's head as the
+// distance, evaluated in plain C++ on [matrix embedding, schedule embedding]. Each schedule is
+// stored as the head's first layer sees it (W1's schedule half times its embedding): the
+// graph's geometry is then the head's, and a score costs the head's later layers only.
+// Exhaustive scoring and random sampling are there to compare against.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,7 @@ struct RankedSchedule {
 
 class ScheduleIndex {
  public:
-  // Embeds the model's schedule set and builds the graph, or loads it from
+  // Embeds and projects the model's schedule set and builds the graph, or loads it from
   // <cache_dir>/hnsw-<hash of the model files>.bin when it was built before.
   static std::unique_ptr<ScheduleIndex> Open(CostModel& model, const std::string& cache_dir,
                                              const SearchOptions& options = {});

@@ -122,6 +122,24 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   const std::map<std::string, int64_t> sizes = ResolveIndexSizes(e, tensor.dims, request.dense);
   report.fingerprint = PatternFingerprint(tensor);
   report.stage_ms["read"] = MsSince(t);
+  const std::string& kernel = request.kernel;
+  const bool has_template = !kernel.empty() && WacoTemplate::ForKernel(kernel) != nullptr;
+  // The cost model: the shipped models/<kernel> when it is there (skipped when absent), or the
+  // folder named, which must load. Its files are checked before anything is stored.
+  std::string model_dir;
+  if (!request.model_dir.empty() && !has_template)
+    throw InputError(request.model_dir, 0,
+                     "cost models rank SuperSchedules of spmv, spmm, sddmm and mttkrp; " +
+                         report.kernel + " has none");
+  if (has_template && request.use_model) {
+    model_dir = request.model_dir.empty()
+                    ? (std::filesystem::path(DefaultModelsDirectory()) / kernel).string()
+                    : request.model_dir;
+    if (request.model_dir.empty() &&
+        !std::filesystem::exists(std::filesystem::path(model_dir) / kModelManifest))
+      model_dir.clear();
+    if (!model_dir.empty()) ReadModelManifest(model_dir, kernel);
+  }
   auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
   Jit jit;
   TuningKey key;
@@ -162,31 +180,31 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   std::vector<TuneCandidate> candidates;
   AddDistinct(candidates, {FixedCsrSchedule(e), "", "fixed_csr"});
   report.sources_used.push_back("fixed_csr");
-  const std::string& kernel = request.kernel;
-  const bool has_template = !kernel.empty() && WacoTemplate::ForKernel(kernel) != nullptr;
   bool model_used = false;
-  if (has_template && request.use_model) {
-    const std::string dir = request.model_dir.empty()
-                                ? (std::filesystem::path(DefaultModelsDirectory()) / kernel).string()
-                                : request.model_dir;
-    // A shipped model that is absent is skipped; one that is named, or broken, is an error.
-    if (!request.model_dir.empty() || std::filesystem::exists(std::filesystem::path(dir) / kModelManifest)) {
-      stage("searching");
-      const auto model_start = Clock::now();
-      auto model = LoadCostModel(dir, kernel);
-      auto index = ScheduleIndex::Open(*model, CacheDirectory() + "/search");
-      const std::vector<float> embedding = model->EmbedMatrix(tensor);
-      auto waco = WacoTemplate::ForKernel(kernel);
-      const auto& set = model->schedule_set();
-      const auto ranked = index->Search(
-          embedding, request.top_k,
-          [&](size_t s) { return waco->CheckMember(set[s], sizes).empty(); },
-          &report.model_evaluations);
-      for (const auto& r : ranked) AddDistinct(candidates, {waco->ToSchedule(set[r.index]), "", "model"});
-      report.sources_used.push_back("model");
-      report.stage_ms["model"] = MsSince(model_start);
-      model_used = true;
-    }
+  if (!model_dir.empty()) {
+    stage("searching");
+    const auto model_start = Clock::now();
+    auto model = LoadCostModel(model_dir, kernel);
+    SearchOptions search;
+    search.ef = request.search_ef;
+    auto index = ScheduleIndex::Open(*model, CacheDirectory() + "/search", search);
+    report.stage_ms["model_load"] = MsSince(model_start);
+    const auto embed_start = Clock::now();
+    const std::vector<float> embedding = model->EmbedMatrix(tensor);
+    report.stage_ms["model_embed"] = MsSince(embed_start);
+    auto waco = WacoTemplate::ForKernel(kernel);
+    const auto& set = model->schedule_set();
+    const auto search_start = Clock::now();
+    const auto ranked = index->Search(
+        embedding, request.top_k,
+        [&](size_t s) { return waco->CheckMember(set[s], sizes).empty(); },
+        &report.model_evaluations);
+    report.stage_ms["model_search"] = MsSince(search_start);
+    for (const auto& r : ranked)
+      AddDistinct(candidates, {waco->ToSchedule(set[r.index]), "", "model"});
+    report.sources_used.push_back("model");
+    report.stage_ms["model"] = MsSince(model_start);
+    model_used = true;
   }
   auto heuristic = HeuristicCandidates(kernel, e, sizes);
   if (!heuristic.empty()) report.sources_used.push_back("heuristic");

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "costmodel/metrics.hpp"
 #include "costmodel/model_files.hpp"
 #include "costmodel/training.hpp"
+#include "search/schedule_index.hpp"
 #include "io/read.hpp"
 #include "support/test_data.hpp"
 
@@ -153,6 +155,64 @@ TEST_F(TrainedModel, RefusesModelsThatDoNotFit) {
     fs::remove(fs::path(missing) / file);
     expect_refused(missing, "spmv", file);
   }
+}
+
+// The search walks the graph with the head: with a beam as wide as the set it finds exactly
+// the exhaustive top k; it honours the filter; it scores fewer schedules than the whole set
+// when the beam is narrow.
+TEST_F(TrainedModel, SearchFindsTheExhaustiveTopK) {
+  auto model = LoadCostModel(model_, "spmv");
+  const size_t n = model->schedule_set().size();
+  ASSERT_GT(n, 10u);
+  const std::vector<float> m = model->EmbedMatrix(testing::SmallWorkload(2));
+  SearchOptions wide;
+  wide.ef = static_cast<int>(n);
+  auto index = ScheduleIndex::Open(*model, dir_->path() + "/search", wide);
+  EXPECT_EQ(index->size(), n);
+  const auto all = [](size_t) { return true; };
+  const auto exhaustive = index->Exhaustive(m, 5, all);
+  ASSERT_EQ(exhaustive.size(), 5u);
+  for (size_t k = 1; k < exhaustive.size(); ++k)
+    EXPECT_LE(exhaustive[k - 1].score, exhaustive[k].score);
+  int64_t evaluations = 0;
+  const auto found = index->Search(m, 5, all, &evaluations);
+  ASSERT_EQ(found.size(), 5u);
+  std::set<size_t> truth, got;
+  for (const auto& r : exhaustive) truth.insert(r.index);
+  for (const auto& r : found) got.insert(r.index);
+  EXPECT_EQ(got, truth);
+  EXPECT_GT(evaluations, 0);
+  const auto odd = [](size_t s) { return s % 2 == 1; };
+  for (const auto& r : index->Search(m, 5, odd)) EXPECT_EQ(r.index % 2, 1u);
+  for (const auto& r : index->Exhaustive(m, 5, odd)) EXPECT_EQ(r.index % 2, 1u);
+  // A narrow beam scores part of the set (a reopened index comes from the cache).
+  SearchOptions narrow;
+  narrow.ef = 4;
+  auto small = ScheduleIndex::Open(*model, dir_->path() + "/search", narrow);
+  int64_t narrow_evaluations = 0;
+  EXPECT_EQ(small->Search(m, 2, all, &narrow_evaluations).size(), 2u);
+  EXPECT_LE(narrow_evaluations, evaluations);
+}
+
+// tune with a model measures the model's top k beside FixedCSR and the heuristics.
+TEST_F(TrainedModel, TuneMeasuresTheModelsTopK) {
+  const std::string matrix = testing::SharedPath("datasets/matrices/west0479.mtx");
+  if (matrix.empty()) GTEST_SKIP() << "the shared datasets are not here";
+  const auto r = testing::RunCli({"tune", matrix, "--kernel", "spmv", "--model", model_,
+                                  "--top-k", "3", "--db", dir_->File("tune.db"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  int from_model = 0;
+  for (const auto& c : report["candidates"]) from_model += c["source"] == "model";
+  EXPECT_GE(from_model, 1);
+  EXPECT_LE(from_model, 3);
+  EXPECT_GT(report["model_evaluations"].get<int64_t>(), 0);
+  EXPECT_GT(report["winner"]["time_ms"].get<double>(), 0);
+  // A model folder that does not load is bad input, and nothing is stored.
+  const auto bad = testing::RunCli({"tune", matrix, "--kernel", "spmv", "--model",
+                                    dir_->path() + "/nowhere", "--db", dir_->File("bad.db")});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("model.json"), std::string::npos) << bad.err;
 }
 
 // An executable linked against LibTorch takes about 0.7 s to start: the commands that never
