@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sparsetune needs. Idempotent and non-interactive:
 # when every package is already present it does nothing (one dpkg-query call).
+#
+# Usage: scripts/setup.sh [--slurm]
+#   --slurm   also install Slurm (slurmctld, slurmd, slurm-client, munge) and iproute2, for
+#             scripts/slurm/ and its long test, which starts its own daemons with its own
+#             configuration
 set -euo pipefail
 
 packages=(
@@ -10,6 +15,14 @@ packages=(
   clang libclang-rt-14-dev
   libeigen3-dev librsb-dev libgraphblas-dev
 )
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --slurm) packages+=(slurmctld slurmd slurm-client munge iproute2); shift ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
 
 installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null \
   | awk '$NF == "installed" {print $1}' || true)
