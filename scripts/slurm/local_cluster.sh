@@ -27,7 +27,7 @@
 #   stop    shuts the cluster down: every daemon and every job process ends
 set -euo pipefail
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 die() { echo "local_cluster.sh: $*" >&2; exit 2; }
 
 [ $# -ge 1 ] || { usage >&2; exit 2; }

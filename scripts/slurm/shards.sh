@@ -24,7 +24,7 @@
 # the items' given order.
 set -euo pipefail
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 die() { echo "shards.sh: $*" >&2; exit 2; }
 
 shards=""

@@ -53,7 +53,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root_dir=$(cd "$here/../.." && pwd)
 
-usage() { sed -n '2,51p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 die() { echo "submit.sh: $*" >&2; exit 2; }
 need() { [ "$2" -ge 2 ] || die "$1 needs a value"; }
 
