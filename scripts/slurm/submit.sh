@@ -43,7 +43,8 @@
 #   --nice N          run sparsetune under nice -n N (the OS priority, not Slurm's --nice)
 #   --out FILE        the merged database (default DIR/sparsetune.db); merging into an
 #                     existing database adds to it
-#   --only LIST       submit only these tasks (e.g. 3,7-9), whether or not they finished
+#   --only LIST       submit only these tasks (e.g. 3,7-9; the kernels a task finished are
+#                     not run again)
 #   --merge-only      submit only the merge job, now, with the shards as they are
 #   --dry-run         print what would be submitted; change nothing
 # Files under DIR: run.conf (the options that define the run), lists/I.list (collect: task I's
@@ -266,14 +267,19 @@ if [ "$share_nodes" -eq 0 ]; then task_args+=(--exclusive); fi
 merge_args=("${common[@]}" --job-name=sparsetune-merge --nodes=1 --ntasks=1 --cpus-per-task=1
             --output="$work/logs/merge-%j.out" --time="$merge_time")
 
+if [ ${#todo[@]} -eq 0 ] && [ "$merge_only" -eq 0 ] && [ -f "$work/state/merged" ] &&
+   [ -z "$(find "$work/state" -name '*.done' -newer "$work/state/merged" -print -quit)" ]; then
+  echo "the run is complete: $out (merged $(cat "$work/state/merged")); --merge-only merges again"
+  exit 0
+fi
+
 if [ "$dry_run" -eq 1 ]; then
-  if [ "$mode" = collect ]; then
-    if [ -n "$catalog" ]; then
-      bash "$here/shards.sh" --shards "$tasks" --totals --catalog "$catalog" --root "$root" \
-        ${group:+--group "$group"} ${kind:+--kind "$kind"} ${max_nnz:+--max-nnz "$max_nnz"}
-    else
-      bash "$here/shards.sh" --shards "$tasks" --totals "${paths[@]}"
-    fi
+  # The shards' sizes (what each task gets), as batch --shard and the collect lists make them.
+  if [ -n "$catalog" ]; then
+    bash "$here/shards.sh" --shards "$tasks" --totals --catalog "$catalog" --root "$root" \
+      ${group:+--group "$group"} ${kind:+--kind "$kind"} ${max_nnz:+--max-nnz "$max_nnz"}
+  else
+    bash "$here/shards.sh" --shards "$tasks" --totals "${paths[@]}"
   fi
   [ -z "$stale_merge" ] || echo "scancel$stale_merge"
   if [ ${#todo[@]} -gt 0 ]; then
