@@ -89,6 +89,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -f "$catalog" ] || die "$catalog: no such catalogue (give --catalog)"
+catalog=$(cd "$(dirname "$catalog")" && pwd)/$(basename "$catalog")
 for n in $nodes; do [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] || die "--nodes: '$n' is not a count"; done
 [[ $node_memory =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--node-memory needs gigabytes"
 [[ $time_limit =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--time-limit needs hours"
