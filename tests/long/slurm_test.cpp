@@ -86,7 +86,7 @@ struct CommandResult {
 
 // Runs a program found on PATH (no shell) at nice 19, its output into `log`.
 CommandResult Execute(std::vector<std::string> args, const std::string& log,
-                  const std::vector<std::string>& env = {}) {
+                      const std::vector<std::string>& env = {}) {
   args.insert(args.begin(), {"nice", "-n", "19"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -223,7 +223,8 @@ class LocalCluster {
     if (started_) Execute({"bash", kSlurm + "/local_cluster.sh", "stop", dir_}, dir_ + ".stop.log");
   }
   CommandResult Start() {
-    auto result = Execute({"bash", kSlurm + "/local_cluster.sh", "start", dir_}, dir_ + ".start.log");
+    auto result =
+        Execute({"bash", kSlurm + "/local_cluster.sh", "start", dir_}, dir_ + ".start.log");
     started_ = result.exit_code == 0;
     return result;
   }
@@ -302,8 +303,8 @@ class SlurmRun : public ::testing::Test {
   // shards.sh's assignment: the names of each shard.
   std::vector<std::vector<std::string>> Assignment(int shards) {
     const auto result = Execute({"bash", kSlurm + "/shards.sh", "--shards", std::to_string(shards),
-                             "--catalog", catalog_, "--root", root_},
-                            dir_ + "/shards.log");
+                                 "--catalog", catalog_, "--root", root_},
+                                dir_ + "/shards.log");
     EXPECT_EQ(result.exit_code, 0) << result.output;
     std::vector<std::vector<std::string>> names(shards);
     const auto lines = Lines(result.output);
@@ -317,11 +318,14 @@ class SlurmRun : public ::testing::Test {
   // submit.sh's command line; `options` go to every sparsetune batch or collect.
   std::vector<std::string> Submit(const std::string& mode, const std::string& work, int tasks,
                                   const std::vector<std::string>& options) {
-    std::vector<std::string> args = {
-        "bash",    kSlurm + "/submit.sh", mode,  "--work", work,    "--kernel",
-        "spmv",    "--tasks", std::to_string(tasks), "--catalog", catalog_, "--root",
-        root_,     "--bin",   kBinary,   "--cache", cache_,  "--nice",
-        "19",      "--checkpoint", "2",  "--"};
+    std::vector<std::string> args = {"bash", kSlurm + "/submit.sh", mode, "--work", work};
+    const std::vector<std::string> common = {
+        "--kernel",  "spmv",   "--tasks",      std::to_string(tasks),
+        "--catalog", catalog_, "--root",       root_,
+        "--bin",     kBinary,  "--cache",      cache_,
+        "--nice",    "19",     "--checkpoint", "2",
+        "--"};
+    args.insert(args.end(), common.begin(), common.end());
     args.insert(args.end(), options.begin(), options.end());
     return args;
   }
@@ -393,8 +397,7 @@ TEST_F(SlurmRun, ArrayStoppedMidwayResubmittedAndMergedEqualsOneProcess) {
   const auto t1 = Clock::now();
   const auto resubmitted = cluster.Do(Submit("tune", work, kTasks, kTuneOptions), log);
   ASSERT_EQ(resubmitted.exit_code, 0) << resubmitted.output;
-  EXPECT_NE(resubmitted.output.find("tasks " + std::to_string(target) + " of "),
-            std::string::npos)
+  EXPECT_NE(resubmitted.output.find("tasks " + std::to_string(target) + " of "), std::string::npos)
       << resubmitted.output;
   const std::string merge = LastJobs(work)["merge"];
   ASSERT_TRUE(WaitFor(
@@ -425,8 +428,8 @@ TEST_F(SlurmRun, ArrayStoppedMidwayResubmittedAndMergedEqualsOneProcess) {
   // One process over the same matrices.
   const std::string single = dir_ + "/single.db";
   const auto t2 = Clock::now();
-  std::vector<std::string> batch_args = {kBinary,  "batch",    "--catalog", catalog_, "--root",
-                                         root_,    "--kernel", "spmv",      "--db",    single};
+  std::vector<std::string> batch_args = {kBinary, "batch",    "--catalog", catalog_, "--root",
+                                         root_,   "--kernel", "spmv",      "--db",   single};
   batch_args.insert(batch_args.end(), kTuneOptions.begin(), kTuneOptions.end());
   const auto one = Execute(batch_args, dir_ + "/single.log", {"SPARSETUNE_CACHE=" + cache_});
   ASSERT_EQ(one.exit_code, 0) << one.output;
@@ -447,23 +450,26 @@ TEST_F(SlurmRun, ArrayStoppedMidwayResubmittedAndMergedEqualsOneProcess) {
   EXPECT_EQ(keys.size(), kNames.size()) << "one winner per matrix, none missing";
   EXPECT_EQ(keys, Query(single, keys_sql));
   EXPECT_EQ(Query(merged, matrices_sql), Query(single, matrices_sql));
-  EXPECT_EQ(Count(merged, "SELECT COUNT(*) FROM matrices WHERE id NOT IN "
-                          "(SELECT matrix_id FROM winners)"),
+  EXPECT_EQ(Count(merged,
+                  "SELECT COUNT(*) FROM matrices WHERE id NOT IN "
+                  "(SELECT matrix_id FROM winners)"),
             0);
   EXPECT_EQ(Query(merged, candidates_sql), Query(single, candidates_sql))
       << "the same candidates measured for every matrix";
   // Each winner is the fastest stored measurement of its matrix, as a single process picks it.
   for (const std::string& db : {merged, single}) {
-    EXPECT_EQ(Count(db, "SELECT COUNT(*) FROM winners w WHERE NOT EXISTS (SELECT 1 FROM "
-                        "measurements m WHERE m.matrix_id = w.matrix_id AND m.schedule_id = "
-                        "w.schedule_id AND m.machine_id = w.machine_id AND m.dense = w.dense AND "
-                        "m.dtype = w.dtype AND m.verified = 1 AND m.median_ms = w.time_ms)"),
+    EXPECT_EQ(Count(db,
+                    "SELECT COUNT(*) FROM winners w WHERE NOT EXISTS (SELECT 1 FROM "
+                    "measurements m WHERE m.matrix_id = w.matrix_id AND m.schedule_id = "
+                    "w.schedule_id AND m.machine_id = w.machine_id AND m.dense = w.dense AND "
+                    "m.dtype = w.dtype AND m.verified = 1 AND m.median_ms = w.time_ms)"),
               0)
         << db;
-    EXPECT_EQ(Count(db, "SELECT COUNT(*) FROM winners w WHERE w.time_ms > (SELECT "
-                        "MIN(m.median_ms) FROM measurements m WHERE m.matrix_id = w.matrix_id "
-                        "AND m.machine_id = w.machine_id AND m.dense = w.dense AND m.dtype = "
-                        "w.dtype AND m.verified = 1)"),
+    EXPECT_EQ(Count(db,
+                    "SELECT COUNT(*) FROM winners w WHERE w.time_ms > (SELECT "
+                    "MIN(m.median_ms) FROM measurements m WHERE m.matrix_id = w.matrix_id "
+                    "AND m.machine_id = w.machine_id AND m.dense = w.dense AND m.dtype = "
+                    "w.dtype AND m.verified = 1)"),
               0)
         << db;
   }
@@ -490,8 +496,8 @@ TEST_F(SlurmRun, ArrayStoppedMidwayResubmittedAndMergedEqualsOneProcess) {
   std::cout << "slurm: task " << target << " stopped after " << rows_at_stop << " of "
             << target_size << " matrices (" << kept << " stored) at " << stop_s
             << " s; first submission over after " << first_s << " s; resubmission and merge "
-            << second_s << " s; one process " << single_s << " s; " << same << " of "
-            << ours.size() << " winners the same schedule as the one process's\n";
+            << second_s << " s; one process " << single_s << " s; " << same << " of " << ours.size()
+            << " winners the same schedule as the one process's\n";
 }
 
 TEST_F(SlurmRun, CollectArrayMeasuresWhatOneProcessMeasures) {
@@ -524,7 +530,7 @@ TEST_F(SlurmRun, CollectArrayMeasuresWhatOneProcessMeasures) {
   const std::string single = dir_ + "/single-collect.db";
   const auto one =
       Execute({kBinary, "collect", "--kernel", "spmv", "--db", single, "--samples", samples, root_},
-          dir_ + "/single-collect.log", {"SPARSETUNE_CACHE=" + cache_});
+              dir_ + "/single-collect.log", {"SPARSETUNE_CACHE=" + cache_});
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const std::string merged = work + "/sparsetune.db";
   const std::string candidates_sql =
