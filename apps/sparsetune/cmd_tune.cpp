@@ -26,7 +26,7 @@ struct TuneOptions {
   KernelOptions kernel;
   std::string db;
   int top_k = 10;
-  int search_ef = 200;
+  int search_ef = 100;
   int samples = -1;
   std::string model;
   bool no_model = false;

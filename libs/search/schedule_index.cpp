@@ -20,7 +20,7 @@ namespace {
 // L2 between schedule projections while the graph is built; the head's score of the prepared
 // matrix and a schedule while it is searched (the query argument is then unused).
 struct DistanceState {
-  size_t dim = 0;
+  size_t dim = 0;  // first: hnswlib reads the dimension from the start of the parameter
   bool use_head = false;
   const MlpHead* head = nullptr;
   std::vector<float> prepared;
@@ -86,21 +86,12 @@ std::unique_ptr<ScheduleIndex> ScheduleIndex::Open(CostModel& model, const std::
   impl->options = options;
   impl->head = MlpHead::Load(model.directory());
   impl->dim = static_cast<size_t>(impl->head.projection_size());
-  auto waco = WacoTemplate::ForKernel(model.kernel());
-  std::vector<ScheduleEncoding> encodings;
-  for (const auto& s : model.schedule_set()) encodings.push_back(waco->Encode(s));
-  const std::vector<float> embeddings = model.EmbedSchedules(encodings);
-  impl->n = encodings.size();
-  const size_t e = static_cast<size_t>(model.embedding_size());
-  impl->projections.reserve(impl->n * impl->dim);
-  for (size_t s = 0; s < impl->n; ++s) {
-    const std::vector<float> p = impl->head.ProjectSchedule(embeddings.data() + s * e);
-    impl->projections.insert(impl->projections.end(), p.begin(), p.end());
-  }
+  impl->n = model.schedule_set().size();
   impl->space = std::make_unique<HeadSpace>(impl->dim);
   impl->space->state.head = &impl->head;
 
-  // The graph depends on the embedder's and the head's weights and the schedule set only.
+  // The graph depends on the embedder's and the head's weights and the schedule set only. A
+  // cached graph holds the projections too, so the schedules need not be embedded again.
   const std::filesystem::path dir = model.directory();
   StableHasher key;
   key.UpdateString("projections-1");
@@ -115,11 +106,28 @@ std::unique_ptr<ScheduleIndex> ScheduleIndex::Open(CostModel& model, const std::
     try {
       impl->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(impl->space.get(), path, false,
                                                                      impl->n);
+      if (impl->graph->cur_element_count != impl->n) throw std::runtime_error("another set");
+      impl->projections.reserve(impl->n * impl->dim);
+      for (size_t s = 0; s < impl->n; ++s) {
+        const std::vector<float> p = impl->graph->getDataByLabel<float>(s);
+        impl->projections.insert(impl->projections.end(), p.begin(), p.end());
+      }
     } catch (const std::exception&) {
-      impl->graph.reset();  // unreadable: rebuilt below
+      impl->graph.reset();  // unreadable or stale: rebuilt below
+      impl->projections.clear();
     }
   }
-  if (!impl->graph || impl->graph->cur_element_count != impl->n) {
+  if (!impl->graph) {
+    auto waco = WacoTemplate::ForKernel(model.kernel());
+    std::vector<ScheduleEncoding> encodings;
+    for (const auto& s : model.schedule_set()) encodings.push_back(waco->Encode(s));
+    const std::vector<float> embeddings = model.EmbedSchedules(encodings);
+    const size_t e = static_cast<size_t>(model.embedding_size());
+    impl->projections.reserve(impl->n * impl->dim);
+    for (size_t s = 0; s < impl->n; ++s) {
+      const std::vector<float> p = impl->head.ProjectSchedule(embeddings.data() + s * e);
+      impl->projections.insert(impl->projections.end(), p.begin(), p.end());
+    }
     impl->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(
         impl->space.get(), std::max<size_t>(impl->n, 1), options.m, options.ef_construction);
     for (size_t s = 0; s < impl->n; ++s)

@@ -34,7 +34,7 @@ struct TuneRequest {
   // A run slower than this (and than 20 times FixedCSR's first run) stops that candidate.
   double max_ms = 1000;
   int top_k = 10;       // cost-model candidates, when a model is available
-  int search_ef = 200;  // the search's beam width (hnswlib's ef)
+  int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
   bool force = false;  // measure again even when a winner is stored
   uint64_t seed = 1;
