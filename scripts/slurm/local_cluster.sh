@@ -7,10 +7,11 @@
 # The daemons run in their own network namespace, where the loopback interface is the only
 # one: nothing they open is reachable from outside, and their fixed ports cannot collide with
 # anything on the machine. They also run in their own PID namespace, so stopping the cluster
-# ends every daemon and job process at once and nothing outlives it. As root this needs only
-# `unshare`; as another user, an unprivileged user namespace as well (unshare -U -r). Where
-# neither works, `--host` runs the daemons on the machine's own network instead (as root only:
-# slurmd must be root), on free ports; slurmctld and slurmd then listen on every interface.
+# ends every daemon and job process at once and nothing outlives it. It needs root: slurmd runs
+# jobs as their users, and both daemons drop supplementary groups (setgroups), which an
+# unprivileged user namespace forbids. Where namespaces cannot be made, `--host` runs the
+# daemons on the machine's own network instead, on free ports; slurmctld and slurmd then listen
+# on every interface.
 #
 # Usage: scripts/slurm/local_cluster.sh start DIR [--cpus N] [--host]
 #        scripts/slurm/local_cluster.sh run DIR COMMAND [ARG...]
@@ -52,9 +53,7 @@ enter() {
     return
   fi
   kill -0 "$init_pid" 2> /dev/null || die "the cluster in $dir is not running"
-  local user=()
-  [ "$mode" = userns ] && user=(--user --preserve-credentials)
-  nsenter --target "$init_pid" "${user[@]}" --net --mount --pid --wd="$PWD" -- "$@"
+  nsenter --target "$init_pid" --net --mount --pid --wd="$PWD" -- "$@"
 }
 
 stop_cluster() {
@@ -123,23 +122,19 @@ dir=$(cd "$dir" && pwd)
 # The munge socket's path must fit a Unix socket address (108 bytes).
 [ ${#dir} -le 80 ] || die "$dir: path too long for the munge socket (80 characters at most)"
 
+[ "$(id -u)" -eq 0 ] ||
+  die "needs root: slurmd runs jobs as their users and the daemons call setgroups"
 if [ "$host_mode" -eq 0 ]; then
   command -v unshare > /dev/null && command -v nsenter > /dev/null && command -v ip > /dev/null ||
     die "unshare, nsenter and ip (util-linux, iproute2) are needed; or use --host"
-  if [ "$(id -u)" -eq 0 ]; then
-    mode=netns
-    namespaces=(--net --pid --fork --mount-proc)
-  else
-    mode=userns
-    namespaces=(--user --map-root-user --net --pid --fork --mount-proc)
-  fi
+  mode=netns
+  namespaces=(--net --pid --fork --mount-proc)
   unshare "${namespaces[@]}" true 2> /dev/null ||
-    die "cannot create namespaces here (unshare ${namespaces[*]}); use --host (as root)"
+    die "cannot create namespaces here (unshare ${namespaces[*]}); use --host"
   ctld_port=6817
   slurmd_port=6818
 else
   mode=host
-  [ "$(id -u)" -eq 0 ] || die "--host needs root (slurmd runs jobs as their users)"
   # Two free ports: nothing answers on them.
   free_port() {
     local port
@@ -219,8 +214,13 @@ munged --foreground --socket=$dir/munge/munge.socket --key-file=$dir/munge-key/m
 for _ in \$(seq 100); do [ -S $dir/munge/munge.socket ] && break; sleep 0.1; done
 [ -S $dir/munge/munge.socket ] || { echo "munged did not start: see $dir/log/munged.out" >&2; exit 1; }
 slurmctld -D -f $dir/slurm.conf > $dir/log/slurmctld.out 2>&1 &
+ctld=\$!
 slurmd -D -N localnode -f $dir/slurm.conf > $dir/log/slurmd.out 2>&1 &
-while true; do wait || true; sleep 1; done
+node=\$!
+# Until a daemon ends (the first process also reaps the orphans of finished jobs meanwhile).
+wait -n \$ctld \$node || true
+echo "a Slurm daemon ended: see $dir/log" >&2
+exit 1
 EOF
 
 if [ "$mode" = host ]; then

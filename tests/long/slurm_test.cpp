@@ -11,7 +11,7 @@
 // of its matrix's stored measurements and exactly as its shard stored it. How many winners are
 // the same schedule as the single process's is printed.
 //
-// Needs Slurm and munge (scripts/setup.sh --slurm) and root or unprivileged user namespaces;
+// Needs Slurm and munge (scripts/setup.sh --slurm) and root (slurmd runs jobs as their users);
 // skipped without them. The jobs run at the lowest CPU priority (nice 19).
 #include <gtest/gtest.h>
 
@@ -270,6 +270,7 @@ class SlurmRun : public ::testing::Test {
       if (!OnPath(program))
         GTEST_SKIP() << program << " not found: install Slurm with scripts/setup.sh --slurm";
     }
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs jobs as their users";
     if (!fs::exists(kShared + "/catalog/ssstats.csv")) GTEST_SKIP() << "no shared datasets";
     // Short: the munge socket's path must fit a Unix socket address.
     char pattern[] = "/tmp/sparsetune-slurm-XXXXXX";
