@@ -25,6 +25,8 @@ struct TrainCommandOptions {
   int max_matrices = 0;
   int64_t max_sites = int64_t(1) << 16;
   double learning_rate = 1e-4;
+  int batch = 128;
+  std::string side_inputs = "summary";
   bool json = false;
 };
 
@@ -50,6 +52,9 @@ void RunTrain(const TrainCommandOptions& o) {
   options.max_matrices = o.max_matrices;
   options.grid.max_sites = o.max_sites;
   options.learning_rate = o.learning_rate;
+  if (o.batch < 2) throw InputError("--batch must be at least 2 (a ranking needs pairs)");
+  options.batch = o.batch;
+  options.side_inputs = o.side_inputs == "shape" ? SideInputs::kShape : SideInputs::kSummary;
   options.log = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
@@ -87,11 +92,12 @@ void RegisterTrain(CLI::App& app, Context& context) {
   sub->add_option("--out", o->out, "Model folder (default: models/<kernel> in the checkout)");
   sub->add_option("--epochs", o->epochs, "Passes over the training patterns")
       ->capture_default_str();
-  sub->add_option("--validation", o->validation,
-                  "Held-out files, relative to the shared datasets folder "
-                  "($SPARSETUNE_SHARED_DATASETS, else ../shared/datasets beside the checkout); "
-                  "default datasets/corpus/validation.txt. Generated corpus files are read from "
-                  "$SPARSETUNE_CORPUS_CACHE (scripts/collect_training_data.sh --materialize-only)");
+  sub->add_option(
+      "--validation", o->validation,
+      "Held-out entries, one per line: files relative to the shared datasets folder "
+      "($SPARSETUNE_SHARED_DATASETS, else ../shared/datasets beside the checkout) or "
+      "corpus:NAME; default datasets/corpus/validation.txt. Generated corpus files are read from "
+      "$SPARSETUNE_CORPUS_CACHE (scripts/collect_training_data.sh --materialize-only)");
   sub->add_option("--seed", o->seed, "Seed of the initialization and the batches")
       ->capture_default_str();
   sub->add_option("--max-matrices", o->max_matrices, "Train on at most this many patterns");
@@ -99,6 +105,13 @@ void RegisterTrain(CLI::App& app, Context& context) {
                   "Patterns with more active cells are pooled onto a coarser grid")
       ->capture_default_str();
   sub->add_option("--learning-rate", o->learning_rate, "Adam's step size")->capture_default_str();
+  sub->add_option("--batch", o->batch, "Schedules of one matrix ranked per step")
+      ->capture_default_str();
+  sub->add_option("--side-inputs", o->side_inputs,
+                  "What WACONet sees beside the pattern: shape (WACO's rows, columns, nonzeros) "
+                  "or summary (the summary model's statistics)")
+      ->check(CLI::IsMember({"shape", "summary"}))
+      ->capture_default_str();
   sub->add_flag("--json", o->json, "metrics.json on stdout");
   sub->callback([o] { RunTrain(*o); });
 }

@@ -2,7 +2,8 @@
 
 namespace sparsetune {
 
-// The machine's hardware thread count (at least 1).
+// The hardware threads this process may use: its CPU affinity (a task bound to some cores),
+// else the machine's count; at least 1.
 int HardwareThreads();
 
 }  // namespace sparsetune

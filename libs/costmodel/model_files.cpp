@@ -22,6 +22,7 @@ nlohmann::json ModelManifest::ToJson() const {
             {"order_size", layout.order_size}}},
           {"embedding_size", embedding_size},
           {"grid", {{"max_sites", grid.max_sites}, {"max_extent", grid.max_extent}}},
+          {"side_inputs", SideInputsName(side_inputs)},
           {"side_mean", side_mean},
           {"side_std", side_std}};
 }
@@ -50,6 +51,11 @@ ModelManifest ReadModelManifest(const std::string& dir, const std::string& kerne
     m.embedding_size = j.at("embedding_size").get<int>();
     m.grid.max_sites = j.at("grid").at("max_sites").get<int64_t>();
     m.grid.max_extent = j.at("grid").at("max_extent").get<int64_t>();
+    // Models written before the choice existed took WACO's shape numbers.
+    const std::string side = j.value("side_inputs", std::string("shape"));
+    if (side != "shape" && side != "summary")
+      throw InputError(path, 0, "unknown side inputs '" + side + "' (expected shape or summary)");
+    m.side_inputs = side == "shape" ? SideInputs::kShape : SideInputs::kSummary;
     m.side_mean = j.at("side_mean").get<std::vector<float>>();
     m.side_std = j.at("side_std").get<std::vector<float>>();
   } catch (const nlohmann::json::exception& e) {
@@ -66,7 +72,8 @@ ModelManifest ReadModelManifest(const std::string& dir, const std::string& kerne
                      "the model was trained on template version " +
                          std::to_string(m.template_version) + "; this sparsetune has version " +
                          std::to_string(WacoTemplate::Version()) + " (retrain it)");
-  if (m.side_mean.size() != 3 || m.side_std.size() != 3)
+  const size_t sides = static_cast<size_t>(SideInputCount(m.side_inputs));
+  if (m.side_mean.size() != sides || m.side_std.size() != sides)
     throw InputError(path, 0, "malformed normalization statistics");
   for (const char* file : {kModelWacoNet, kModelEmbedder, kModelHead, kModelSchedules}) {
     if (!fs::is_regular_file(fs::path(dir) / file))

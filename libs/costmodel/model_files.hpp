@@ -25,7 +25,8 @@ struct ModelManifest {
   EncodingLayout layout;
   int embedding_size = 128;
   GridBudget grid;
-  std::vector<float> side_mean, side_std;  // SideFeatures standardization
+  SideInputs side_inputs = SideInputs::kSummary;
+  std::vector<float> side_mean, side_std;  // standardization of SideInputValues
   nlohmann::json ToJson() const;
 };
 

@@ -81,6 +81,18 @@ std::vector<float> SideFeatures(const CooTensor& t) {
           float(std::log2(double(std::max<int64_t>(t.nnz(), 1))))};
 }
 
+const char* SideInputsName(SideInputs kind) {
+  return kind == SideInputs::kShape ? "shape" : "summary";
+}
+
+int SideInputCount(SideInputs kind) {
+  return kind == SideInputs::kShape ? 3 : kSummaryFeatures;
+}
+
+std::vector<float> SideInputValues(const CooTensor& tensor, SideInputs kind) {
+  return kind == SideInputs::kShape ? SideFeatures(tensor) : SummaryFeatures(tensor);
+}
+
 std::vector<float> SummaryFeatures(const CooTensor& t) {
   const PatternStats s = ComputePatternStats(t);
   const Unfolded shape = UnfoldedShape(t);

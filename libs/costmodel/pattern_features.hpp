@@ -39,4 +39,12 @@ std::vector<float> SideFeatures(const CooTensor& tensor);
 std::vector<float> SummaryFeatures(const CooTensor& tensor);
 constexpr int kSummaryFeatures = 10;
 
+// What WACONet's side network sees beside the pattern: WACO's three shape numbers
+// (SideFeatures), or the summary statistics (SummaryFeatures, which begin with the same three),
+// so that the pattern network adds to what the summary model knows instead of competing with it.
+enum class SideInputs { kShape, kSummary };
+const char* SideInputsName(SideInputs kind);  // "shape", "summary"
+int SideInputCount(SideInputs kind);
+std::vector<float> SideInputValues(const CooTensor& tensor, SideInputs kind);
+
 }  // namespace sparsetune

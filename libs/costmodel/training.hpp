@@ -27,13 +27,17 @@ struct TrainOptions {
   // instead of training; validation metrics are then those of a model that never saw them.
   double selection_fraction = 0.1;
   int epochs = 20;
-  int batch = 32;  // schedules per matrix and step, as WACO
+  // Schedules per matrix and step. WACO took 32 (a GPU's memory); here WACONet's pass over the
+  // pattern is the cost of a step, so one step ranks (nearly) every measured schedule of the
+  // matrix: all their pairs teach for the price of one pass.
+  int batch = 128;
   double learning_rate = 1e-4;
   uint64_t seed = 1;
   int threads = 0;       // 0: every hardware thread
   int max_matrices = 0;  // > 0: only this many training matrices (quick runs)
   double max_ms = 1000;  // slower measurements are dropped, as WACO does
   GridBudget grid;
+  SideInputs side_inputs = SideInputs::kSummary;
   std::function<void(const std::string&)> log;
 };
 

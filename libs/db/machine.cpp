@@ -13,6 +13,7 @@
 
 #include "base/compiler.hpp"
 #include "base/hash.hpp"
+#include "base/threads.hpp"
 
 namespace sparsetune {
 
@@ -80,8 +81,7 @@ void DetectCpu(MachineInfo& machine) {
     if (!machine.isa.empty()) machine.isa += ' ';
     machine.isa += name;
   }
-  long online = sysconf(_SC_NPROCESSORS_ONLN);
-  machine.threads = online > 0 ? int(online) : 1;
+  machine.threads = HardwareThreads();
   machine.cores = cores.empty() ? machine.threads : int(cores.size());
 }
 

@@ -1,5 +1,7 @@
 #include "costmodel/torch/networks.hpp"
 
+#include <algorithm>
+
 namespace sparsetune {
 
 namespace {
@@ -17,12 +19,12 @@ WacoNetMaps BuildWacoNetMaps(const PatternGrid& grid) {
   return maps;
 }
 
-WacoNetImpl::WacoNetImpl() {
+WacoNetImpl::WacoNetImpl(int side_inputs) {
   convs.push_back(register_module("conv0", SparseConv2d(1, kChannels, 5)));
   for (int l = 0; l < kStridedLayers; ++l)
     convs.push_back(
         register_module("conv" + std::to_string(l + 1), SparseConv2d(kChannels, kChannels, 3)));
-  side1 = register_module("side1", torch::nn::Linear(3, 64));
+  side1 = register_module("side1", torch::nn::Linear(side_inputs, 64));
   side2 = register_module("side2", torch::nn::Linear(64, 32));
   out1 = register_module("out1", torch::nn::Linear((kStridedLayers + 1) * kChannels + 32, 256));
   out2 = register_module("out2", torch::nn::Linear(256, 128));
@@ -92,12 +94,16 @@ torch::Tensor HeadImpl::forward(const torch::Tensor& matrix, const torch::Tensor
   return l3->forward(h).squeeze(1);
 }
 
+constexpr double kRankingMinRatio = 1.03;
+
 torch::Tensor PairwiseRankingLoss(const torch::Tensor& scores, const std::vector<double>& times) {
   std::vector<int64_t> first, second;
   std::vector<float> target;
   for (size_t a = 0; a < times.size(); ++a) {
     for (size_t b = a + 1; b < times.size(); ++b) {
-      if (times[a] == times[b]) continue;
+      // Pairs closer than the timing noise (a few percent between repeated medians) would
+      // teach an order that the next measurement may reverse.
+      if (std::max(times[a], times[b]) < kRankingMinRatio * std::min(times[a], times[b])) continue;
       first.push_back(int64_t(a));
       second.push_back(int64_t(b));
       target.push_back(times[a] > times[b] ? 1.0f : -1.0f);  // a slower: a scores higher

@@ -19,12 +19,13 @@ struct WacoNetMaps {
 WacoNetMaps BuildWacoNetMaps(const PatternGrid& grid);
 
 // 5x5 submanifold layer, then 13 strided 3x3 layers, 32 channels, ReLU; every layer's global
-// average pool concatenated (448), a side MLP on the standardized rows, columns and nonzeros
-// (3-64-32), then 480-256-128: the matrix embedding.
+// average pool concatenated (448), a side MLP on the standardized side inputs (WACO's rows,
+// columns and nonzeros, or the summary statistics: n-64-32), then 480-256-128: the matrix
+// embedding.
 class WacoNetImpl : public torch::nn::Module {
  public:
-  WacoNetImpl();
-  // features: sites x 1; side: 3 standardized values. Returns 1 x 128.
+  explicit WacoNetImpl(int side_inputs = 3);
+  // features: sites x 1; side: the standardized side inputs. Returns 1 x 128.
   torch::Tensor forward(const torch::Tensor& features, const WacoNetMaps& maps,
                         const torch::Tensor& side);
   std::vector<SparseConv2d> convs;
@@ -63,7 +64,7 @@ class HeadImpl : public torch::nn::Module {
 TORCH_MODULE(Head);
 
 // Pairwise hinge ranking loss within one matrix (MarginRankingLoss, margin 1) over every pair
-// with different times.
+// whose times differ by more than the timing noise (3%).
 torch::Tensor PairwiseRankingLoss(const torch::Tensor& scores, const std::vector<double>& times);
 
 }  // namespace sparsetune

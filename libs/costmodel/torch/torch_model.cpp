@@ -6,22 +6,22 @@
 
 namespace sparsetune {
 
-WacoNetInput MakeWacoNetInput(const CooTensor& pattern, const GridBudget& grid,
-                              const std::vector<float>& side_mean,
-                              const std::vector<float>& side_std) {
+WacoNetInput MakeWacoNetInput(const CooTensor& pattern, const ModelManifest& manifest) {
   WacoNetInput in;
-  PatternGrid g = Featurize(pattern, grid);
+  PatternGrid g = Featurize(pattern, manifest.grid);
   in.maps = BuildWacoNetMaps(g);
   in.features = torch::from_blob(g.features.data(), {g.sites(), 1}).clone();
-  std::vector<float> side = SideFeatures(pattern);
-  for (int k = 0; k < 3; ++k) side[k] = (side[k] - side_mean[k]) / side_std[k];
-  in.side = torch::from_blob(side.data(), {3}).clone();
+  std::vector<float> side = SideInputValues(pattern, manifest.side_inputs);
+  for (size_t k = 0; k < side.size(); ++k)
+    side[k] = (side[k] - manifest.side_mean[k]) / manifest.side_std[k];
+  in.side = torch::from_blob(side.data(), {int64_t(side.size())}).clone();
   return in;
 }
 
 TorchCostModel::TorchCostModel(const std::string& dir, const std::string& kernel)
     : dir_(dir), manifest_(ReadModelManifest(dir, kernel)), waco_(WacoTemplate::ForKernel(kernel)) {
   embedder_ = ScheduleEmbedder(manifest_.layout);
+  waconet_ = WacoNet(SideInputCount(manifest_.side_inputs));
   auto load = [&](auto& module, const char* file) {
     const std::string path = (std::filesystem::path(dir) / file).string();
     try {
@@ -46,8 +46,7 @@ TorchCostModel::TorchCostModel(const std::string& dir, const std::string& kernel
 
 std::vector<float> TorchCostModel::EmbedMatrix(const CooTensor& pattern) {
   torch::NoGradGuard no_grad;
-  const WacoNetInput in =
-      MakeWacoNetInput(pattern, manifest_.grid, manifest_.side_mean, manifest_.side_std);
+  const WacoNetInput in = MakeWacoNetInput(pattern, manifest_);
   const torch::Tensor e = waconet_->forward(in.features, in.maps, in.side).contiguous();
   return std::vector<float>(e.data_ptr<float>(), e.data_ptr<float>() + e.numel());
 }

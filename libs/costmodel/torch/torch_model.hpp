@@ -15,12 +15,10 @@ namespace sparsetune {
 // The standardized side inputs and grid of a pattern, as WACONet takes them.
 struct WacoNetInput {
   torch::Tensor features;  // sites x 1
-  torch::Tensor side;      // 3
+  torch::Tensor side;      // the model's side inputs
   WacoNetMaps maps;
 };
-WacoNetInput MakeWacoNetInput(const CooTensor& pattern, const GridBudget& grid,
-                              const std::vector<float>& side_mean,
-                              const std::vector<float>& side_std);
+WacoNetInput MakeWacoNetInput(const CooTensor& pattern, const ModelManifest& manifest);
 
 class TorchCostModel : public CostModel {
  public:
@@ -39,7 +37,7 @@ class TorchCostModel : public CostModel {
   std::string dir_;
   ModelManifest manifest_;
   std::unique_ptr<WacoTemplate> waco_;
-  WacoNet waconet_;
+  WacoNet waconet_{nullptr};
   ScheduleEmbedder embedder_{nullptr};
   MlpHead head_;
   std::vector<SuperSchedule> schedules_;

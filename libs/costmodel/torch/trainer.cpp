@@ -101,7 +101,8 @@ class WacoNetEncoder : public MatrixEncoder {
     }
     std::vector<float> side = e.side;
     Standardize(side, mean_, std_);
-    return net->forward(e.features, *maps, torch::from_blob(side.data(), {3}).clone());
+    return net->forward(e.features, *maps,
+                        torch::from_blob(side.data(), {int64_t(side.size())}).clone());
   }
   int64_t cached_bytes() const { return cached_bytes_; }
   std::vector<torch::Tensor> parameters() override { return net->parameters(); }
@@ -217,8 +218,8 @@ Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& e
                     "pairwise %.3f tau %.3f top1 %.3f top10 %.3f within10%% %.2f | %.0fs",
                     o.kernel.c_str(), label.c_str(), epoch + 1, o.epochs,
                     line["loss"].get<double>(), chosen_by.kendall_tau, v.pairwise_accuracy,
-                    v.kendall_tau, v.top1_regret,
-                    v.top10_regret, v.top10_within_10pct, SecondsSince(epoch_start));
+                    v.kendall_tau, v.top1_regret, v.top10_regret, v.top10_within_10pct,
+                    SecondsSince(epoch_start));
       o.log(text);
     }
     if (fitted.best_epoch < 0 || chosen_by.kendall_tau > fitted.best_selection_tau) {
@@ -255,7 +256,8 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   if (!waco) throw InputError("train: " + o.kernel + " has no SuperSchedule template to model");
   const TrainingSet set = LoadTrainingSet(o, *waco);
   if (o.log) {
-    o.log("train " + o.kernel + ": " + std::to_string(set.train.size()) + " training and " +
+    o.log("train " + o.kernel + ": " + std::to_string(set.train.size()) + " training, " +
+          std::to_string(set.selection.size()) + " epoch-selection and " +
           std::to_string(set.validation.size()) + " validation patterns (" +
           std::to_string(set.dropped_rows) + " measurements outside the template or over " +
           std::to_string(int(o.max_ms)) + " ms dropped)");
@@ -267,7 +269,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
       Example e;
       e.matrix = &m;
       e.grid = Featurize(pattern, o.grid);
-      e.side = SideFeatures(pattern);
+      e.side = SideInputValues(pattern, o.side_inputs);
       e.summary = SummaryFeatures(pattern);
       out.push_back(std::move(e));
     }
@@ -286,6 +288,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   manifest.template_version = WacoTemplate::Version();
   manifest.layout = waco->Layout();
   manifest.grid = o.grid;
+  manifest.side_inputs = o.side_inputs;
   MeanAndStd(sides, &manifest.side_mean, &manifest.side_std);
   std::vector<float> summary_mean, summary_std;
   MeanAndStd(summaries, &summary_mean, &summary_std);
@@ -294,14 +297,16 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   fs::create_directories(o.out_dir);
   const fs::path dir = o.out_dir;
 
-  WacoNetEncoder encoder(WacoNet(), manifest.side_mean, manifest.side_std);
+  WacoNetEncoder encoder(WacoNet(SideInputCount(o.side_inputs)), manifest.side_mean,
+                         manifest.side_std);
   ScheduleEmbedder embedder(manifest.layout);
   Head head;
-  const Fitted waconet = Fit("WACONet", encoder, embedder, head, train, selection, validation, o, [&] {
-    torch::save(encoder.net, (dir / kModelWacoNet).string());
-    torch::save(embedder, (dir / kModelEmbedder).string());
-    SaveHead(head, (dir / kModelHead).string());
-  });
+  const Fitted waconet =
+      Fit("WACONet", encoder, embedder, head, train, selection, validation, o, [&] {
+        torch::save(encoder.net, (dir / kModelWacoNet).string());
+        torch::save(embedder, (dir / kModelEmbedder).string());
+        SaveHead(head, (dir / kModelHead).string());
+      });
 
   if (o.log)
     o.log("train " + o.kernel + ": WACONet's convolution maps of " +
