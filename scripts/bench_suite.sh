@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -n "${SPARSETUNE_BIN:-}" ]; then read -ra bin <<< "$SPARSETUNE_BIN"; else bin=(bash "$root/scripts/sparsetune"); fi
-mkdir -p "$out" "$cache"
+mkdir -p "$out/tune" "$cache"
 db=$out/suite.db
 
 # The suite: name, file, nonzeros.
@@ -81,7 +81,8 @@ for entry in "${suite[@]}"; do
   for kernel in $kernels; do
     if [ "$kernel" != spmv ] && [ "$nnz" -gt "$dense_max" ]; then continue; fi
     echo "== $name $kernel ($nnz nonzeros)" >&2
-    "${bin[@]}" tune "$file" --kernel "$kernel" --db "$db" >&2 || { echo "bench_suite.sh: tune failed on $name" >&2; continue; }
+    "${bin[@]}" tune "$file" --kernel "$kernel" --db "$db" --json > "$out/tune/$name-$kernel.json" ||
+      { echo "bench_suite.sh: tune failed on $name" >&2; continue; }
     "${bin[@]}" bench "$file" --kernel "$kernel" --db "$db" --csv |
       awk -F, -v m="$name" 'BEGIN { OFS = "," } { $1 = m; print }' >> "$csv" ||
       echo "bench_suite.sh: bench failed on $name" >&2

@@ -6,15 +6,23 @@
 
 namespace sparsetune {
 
+const std::vector<int>& AllowedCpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> out;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
+      }
+    }
+    return out;
+  }();
+  return cpus;
+}
+
 int HardwareThreads() {
-  // The CPUs this process may run on: a batch scheduler's task bound to some cores of a node
-  // must time (and record) those, not the node's.
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
+  if (!AllowedCpus().empty()) return static_cast<int>(AllowedCpus().size());
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
 }

@@ -45,6 +45,7 @@ class Emitter {
     Line(std::string("extern \"C\" {\n") + SPARSETUNE_KERNEL_ABI_TEXT + "\n}");
     Line(std::string("typedef ") + DTypeCName(dtype_) + " value_t;");
     Line("static inline int64_t st_min(int64_t a, int64_t b) { return a < b ? a : b; }");
+    if (ScratchSlots() > 0) EmitScratchCache();
     if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
     CollectTiles(*nest_.root);
     if (!tiles_.empty()) {
@@ -59,10 +60,11 @@ class Emitter {
     EmitNode(*nest_.root);
     for (size_t t = 0; t < nest_.temps.size(); ++t) {
       if (!nest_.temps[t].scalar() && !nest_.temps[t].per_thread)
-        Line("free(tmp" + std::to_string(t) + ");");
+        Line("st_scratch_give(" + std::to_string(TempSlot(t)) + ", tmp" + std::to_string(t) + ");");
     }
     for (size_t t = 1; t < e_.tensors.size(); ++t) {
-      if (IsTransposed(static_cast<int>(t))) Line("free(T" + std::to_string(t) + "_copy);");
+      if (IsTransposed(static_cast<int>(t)))
+        Line("st_scratch_give(" + std::to_string(t) + ", T" + std::to_string(t) + "_copy);");
     }
     Line("return 0;");
     --depth_;
@@ -166,8 +168,8 @@ class Emitter {
       const std::string T = std::to_string(t);
       Line("const int64_t tmp" + T + "_size = " + Product(temp.indices) + ";  // " + temp.name);
       if (!temp.per_thread)
-        Line("value_t* __restrict tmp" + T + " = (value_t*)malloc(sizeof(value_t) * tmp" + T +
-             "_size);");
+        Line("value_t* __restrict tmp" + T + " = (value_t*)st_scratch_take(" +
+             std::to_string(TempSlot(t)) + ", sizeof(value_t) * tmp" + T + "_size);");
     }
   }
 
@@ -224,14 +226,17 @@ class Emitter {
     const std::string T = std::to_string(t);
     const auto& indices = e_.tensors[t].indices;
     const std::string rows = D(indices[0]), cols = D(indices[1]);
-    Line("value_t* __restrict T" + T + "_copy = (value_t*)malloc(sizeof(value_t) * " + rows +
-         " * " + cols + ");  // " + e_.tensors[t].name + ", transposed");
+    Line("value_t* __restrict T" + T + "_copy = (value_t*)st_scratch_take(" + T +
+         ", sizeof(value_t) * " + rows + " * " + cols + ");  // " + e_.tensors[t].name +
+         ", transposed");
     Line("{");
     ++depth_;
     Line("const value_t* __restrict src = (const value_t*)args->inputs[" + T + "];");
+    // Threads take column blocks: each writes a contiguous part of the copy, and a dense
+    // operand has far more columns than the 32-row blocks give threads work.
     Line("#pragma omp parallel for schedule(static) num_threads(nthreads)");
-    Line("for (int64_t rb = 0; rb < " + rows + "; rb += 32) {");
-    Line("  for (int64_t cb = 0; cb < " + cols + "; cb += 32) {");
+    Line("for (int64_t cb = 0; cb < " + cols + "; cb += 32) {");
+    Line("  for (int64_t rb = 0; rb < " + rows + "; rb += 32) {");
     Line("    const int64_t re = st_min(rb + 32, " + rows + "), ce = st_min(cb + 32, " + cols +
          ");");
     Line("    for (int64_t r = rb; r < re; ++r)");
@@ -242,6 +247,45 @@ class Emitter {
     --depth_;
     Line("}");
     Line("const value_t* __restrict T" + T + " = T" + T + "_copy;");
+  }
+
+  // Buffers kept between calls, one per slot: transposed copies (slot = tensor) and shared
+  // workspaces (after them).
+  int TempSlot(size_t temp) const { return static_cast<int>(e_.tensors.size() + temp); }
+  int ScratchSlots() const {
+    bool any = false;
+    for (size_t t = 1; t < e_.tensors.size(); ++t) any = any || IsTransposed(static_cast<int>(t));
+    for (const auto& temp : nest_.temps) any = any || (!temp.scalar() && !temp.per_thread);
+    return any ? TempSlot(nest_.temps.size()) : 0;
+  }
+
+  // A large buffer malloc'd per call is mapped afresh and faulted in page by page on every
+  // call, which costs more than the kernel itself once the buffer reaches tens of MB (a
+  // transposed 256 x 50k operand: 150 ms of page faults for 15 ms of work). So each slot keeps
+  // its last buffer; a caller that finds it taken by a concurrent call allocates its own, and
+  // unloading the kernel frees what is kept.
+  void EmitScratchCache() {
+    const std::string slots = std::to_string(ScratchSlots());
+    Line("#include <atomic>");
+    // A kept buffer starts with its size (64 bytes of header keep the data aligned), so the
+    // pointer and its size change hands in one atomic exchange.
+    Line("static std::atomic<char*> st_scratch_kept[" + slots + "];");
+    Line("static void* st_scratch_take(int slot, int64_t bytes) {");
+    Line("  char* kept = st_scratch_kept[slot].exchange(nullptr);");
+    Line("  if (kept && *(int64_t*)kept >= bytes) return kept + 64;");
+    Line("  free(kept);");
+    Line("  char* fresh = (char*)malloc(64 + (bytes > 0 ? bytes : 1));");
+    Line("  *(int64_t*)fresh = bytes;");
+    Line("  return fresh + 64;");
+    Line("}");
+    Line("static void st_scratch_give(int slot, void* buffer) {");
+    Line("  free(st_scratch_kept[slot].exchange((char*)buffer - 64));");
+    Line("}");
+    Line("static struct st_scratch_release {");
+    Line(
+        "  ~st_scratch_release() { for (auto& kept : st_scratch_kept) "
+        "free(kept.exchange(nullptr)); }");
+    Line("} st_scratch_release_at_unload;");
   }
 
   // Loop bounds of a range loop over `v`: [0, bound).

@@ -122,12 +122,16 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
 void PinOpenMpThreads() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const int cores = HardwareThreads();
+    // Thread k onto the k-th CPU the process may use, not CPU k: a task bound to cores 4-5
+    // must stay on them.
+    const std::vector<int>& cpus = AllowedCpus();
+    if (cpus.empty()) return;
+    const int cores = static_cast<int>(cpus.size());
 #pragma omp parallel num_threads(cores)
     {
       cpu_set_t set;
       CPU_ZERO(&set);
-      CPU_SET(omp_get_thread_num() % cores, &set);
+      CPU_SET(cpus[omp_get_thread_num() % cores], &set);
       sched_setaffinity(0, sizeof(set), &set);
     }
   });

@@ -2,6 +2,7 @@
 // training run, loading (and refusing) model folders, and LibTorch staying out of the
 // commands that do not need it.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <filesystem>
 #include <fstream>
@@ -105,6 +106,10 @@ TEST_F(TrainedModel, WritesTheModelAndBothModelsMetrics) {
 }
 
 TEST_F(TrainedModel, LoadsAndScores) {
+  // Kernels timed after a model call must still get every thread: loading and running the
+  // model must leave the caller's OpenMP thread count as it was.
+  omp_set_num_threads(std::max(2, omp_get_max_threads()));
+  const int threads = omp_get_max_threads();
   auto model = LoadCostModel(model_, "spmv");
   EXPECT_EQ(model->embedding_size(), 128);
   ASSERT_FALSE(model->schedule_set().empty());
@@ -121,6 +126,7 @@ TEST_F(TrainedModel, LoadsAndScores) {
   for (size_t k = 0; k < encodings.size(); ++k) model->Enqueue(encodings[k], &scores[k]);
   model->EvaluateCosts();
   for (float s : scores) EXPECT_TRUE(std::isfinite(s));
+  EXPECT_EQ(omp_get_max_threads(), threads);
 }
 
 TEST_F(TrainedModel, RefusesModelsThatDoNotFit) {

@@ -2,6 +2,7 @@
 // run over the limit stops the timing. Runs are counted, never judged by their length: the
 // only durations compared are each run's own, measured inside it, against the protocol's.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "base/threads.hpp"
 #include "measure/timing.hpp"
 
 namespace sparsetune {
@@ -191,6 +193,22 @@ TEST(TimeInterleaved, RoundsContinueUntilTheMinimumTimeOrTheMaximumCount) {
   for (const auto& t : TimeInterleaved(many.Contenders(2), Counts(12, 1, 1))) EXPECT_EQ(t.reps, 1);
   EXPECT_EQ(many.Calls(0), 12 + 1);
   EXPECT_EQ(many.Calls(1), 12 + 1);
+}
+
+// Pinning the timing threads narrows the main thread to one CPU; the machine row and every
+// thread count after it must still see all the CPUs the process may use, and each thread must
+// land on one of those.
+TEST(PinOpenMpThreads, KeepsTheThreadCountAndStaysOnTheAllowedCpus) {
+  const int before = HardwareThreads();
+  const std::set<int> allowed(AllowedCpus().begin(), AllowedCpus().end());
+  PinOpenMpThreads();
+  EXPECT_EQ(HardwareThreads(), before);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) EXPECT_TRUE(allowed.count(cpu)) << "pinned to CPU " << cpu;
+  }
 }
 
 }  // namespace

@@ -1,16 +1,14 @@
 // Emitted kernels compile standalone with the system compiler and reproduce the reference.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "ir/kernels.hpp"
 #include "measure/operands.hpp"
-#include "measure/reference.hpp"
 #include "support/test_data.hpp"
 #include "tune/emit.hpp"
+#include "tune/emit_check.hpp"
 
 namespace sparsetune {
 namespace {
@@ -25,8 +23,7 @@ struct Case {
   std::map<std::string, int64_t> dense;
 };
 
-// Compiles the emitted source into a shared object (c++ -O3 -fopenmp, nothing else) and runs
-// pack_coo + compute on `tensor`, comparing with the reference.
+// Emits the schedule for `tensor`, then compiles and checks it as a user would build it.
 void CheckEmitted(const Case& c, const CooTensor& tensor, DType dtype) {
   const Expression e = KernelExpression(c.kernel);
   std::map<std::string, int64_t> dense = FindKernel(c.kernel)->dense_defaults;
@@ -39,46 +36,8 @@ void CheckEmitted(const Case& c, const CooTensor& tensor, DType dtype) {
   const Schedule schedule = Schedule::FromJson(c.schedule, c.label);
   const auto files = EmitKernel(dir.string(), c.kernel, e, sizes, dtype, schedule, &tensor);
   ASSERT_EQ(files.size(), 3u);
-  const std::string name = EmittedName(c.kernel);
-  const std::string object = (dir / (name + ".so")).string();
-  const std::string command = "c++ -O3 -fopenmp -std=c++17 -shared -fPIC -Werror=all -o " + object +
-                              " " + (dir / (name + ".cpp")).string() + " 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  void* handle = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_TRUE(handle) << dlerror();
-  using PackFn = void* (*)(const int64_t*, int64_t, const int32_t* const*, const void*);
-  using ComputeFn = int (*)(const void*, const void* const*, void*);
-  using SizeFn = int64_t (*)(const void*);
-  using FreeFn = void (*)(void*);
-  auto pack = reinterpret_cast<PackFn>(dlsym(handle, (name + "_pack_coo").c_str()));
-  auto compute = reinterpret_cast<ComputeFn>(dlsym(handle, (name + "_compute").c_str()));
-  auto output_size = reinterpret_cast<SizeFn>(dlsym(handle, (name + "_output_size").c_str()));
-  auto release = reinterpret_cast<FreeFn>(dlsym(handle, (name + "_free").c_str()));
-  ASSERT_TRUE(pack && compute && output_size && release);
-
-  ValueBuffer values(dtype, tensor.nnz());
-  for (int64_t k = 0; k < tensor.nnz(); ++k) values.Set(k, tensor.values[k]);
-  std::vector<const int32_t*> coords;
-  for (const auto& mode : tensor.coords) coords.push_back(mode.data());
-  void* a = pack(tensor.dims.data(), tensor.nnz(), coords.data(), values.data());
-  ASSERT_TRUE(a) << c.label;
-  const std::vector<ValueBuffer> inputs = MakeDenseInputs(e, sizes, dtype);
-  std::vector<const void*> dense_inputs;
-  for (size_t t = 1; t < e.tensors.size(); ++t) {
-    if (static_cast<int>(t) != e.sparse) dense_inputs.push_back(inputs[t].data());
-  }
-  const ReferenceResult ref = ComputeReference(e, tensor, sizes, inputs);
-  ASSERT_EQ(output_size(a), static_cast<int64_t>(ref.values.size())) << c.label;
-  ValueBuffer output(dtype, output_size(a));
-  output.Fill(std::nan(""));
-  ASSERT_EQ(compute(a, dense_inputs.data(), output.data()), 0);
-  const double rtol = dtype == DType::kF32 ? 2e-4 : 1e-10;
-  for (size_t q = 0; q < ref.values.size(); ++q) {
-    ASSERT_NEAR(output.Get(q), ref.values[q], rtol * std::max(1.0, ref.magnitudes[q]))
-        << c.label << " element " << q;
-  }
-  release(a);
-  dlclose(handle);
+  const EmittedCheck check = CheckEmittedKernel(dir.string(), c.kernel, e, sizes, dtype, tensor);
+  ASSERT_TRUE(check.ok) << c.label << ": " << check.reason;
   fs::remove_all(dir);
 }
 
@@ -144,6 +103,24 @@ TEST(Emit, StandaloneKernelsReproduceTheReference) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+TEST(Emit, CheckReportsASourceThatDoesNotCompile) {
+  const CooTensor tensor = testing::SmallWorkload(2);
+  const Expression e = KernelExpression("spmv");
+  const IndexSizes sizes = ResolveIndexSizes(e, tensor.dims, {});
+  const fs::path dir =
+      fs::temp_directory_path() / ("sparsetune-emit-broken-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const Schedule csr = Schedule::FromJson(
+      nlohmann::json{{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:C"}}}, "csr");
+  EmitKernel(dir.string(), "spmv", e, sizes, DType::kF32, csr, &tensor);
+  std::ofstream(dir / (EmittedName("spmv") + ".cpp"), std::ios::app) << "\nnot C++ at all\n";
+  const EmittedCheck check =
+      CheckEmittedKernel(dir.string(), "spmv", e, sizes, DType::kF32, tensor);
+  EXPECT_FALSE(check.ok);
+  EXPECT_NE(check.reason.find("c++ failed"), std::string::npos) << check.reason;
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,10 +1,27 @@
 #include "costmodel/torch/torch_model.hpp"
 
+#include <omp.h>
+
 #include <filesystem>
 
 #include "base/errors.hpp"
 
 namespace sparsetune {
+namespace {
+
+// LibTorch lowers the calling thread's OpenMP thread count (its intra-op setup leaves
+// omp_get_max_threads() at 1), and every kernel `tune` times afterwards with "all threads"
+// would then run on one. Each call into LibTorch restores the caller's count on return.
+class KeepOpenMpThreads {
+ public:
+  KeepOpenMpThreads() : threads_(omp_get_max_threads()) {}
+  ~KeepOpenMpThreads() { omp_set_num_threads(threads_); }
+
+ private:
+  int threads_;
+};
+
+}  // namespace
 
 WacoNetInput MakeWacoNetInput(const CooTensor& pattern, const ModelManifest& manifest) {
   WacoNetInput in;
@@ -20,6 +37,7 @@ WacoNetInput MakeWacoNetInput(const CooTensor& pattern, const ModelManifest& man
 
 TorchCostModel::TorchCostModel(const std::string& dir, const std::string& kernel)
     : dir_(dir), manifest_(ReadModelManifest(dir, kernel)), waco_(WacoTemplate::ForKernel(kernel)) {
+  KeepOpenMpThreads keep;
   embedder_ = ScheduleEmbedder(manifest_.layout);
   waconet_ = WacoNet(SideInputCount(manifest_.side_inputs));
   auto load = [&](auto& module, const char* file) {
@@ -45,6 +63,7 @@ TorchCostModel::TorchCostModel(const std::string& dir, const std::string& kernel
 }
 
 std::vector<float> TorchCostModel::EmbedMatrix(const CooTensor& pattern) {
+  KeepOpenMpThreads keep;
   torch::NoGradGuard no_grad;
   const WacoNetInput in = MakeWacoNetInput(pattern, manifest_);
   const torch::Tensor e = waconet_->forward(in.features, in.maps, in.side).contiguous();
@@ -52,6 +71,7 @@ std::vector<float> TorchCostModel::EmbedMatrix(const CooTensor& pattern) {
 }
 
 std::vector<float> TorchCostModel::EmbedSchedules(const std::vector<ScheduleEncoding>& schedules) {
+  KeepOpenMpThreads keep;
   torch::NoGradGuard no_grad;
   std::vector<float> out;
   out.reserve(schedules.size() * manifest_.embedding_size);
