@@ -8,7 +8,7 @@
 # Writes results.csv (one row per matrix, kernel and contender) and summary.txt (geomean of
 # the best sparsetune kernel against each library, the best library and FixedCSR) into the
 # output folder, and plots (gnuplot, installed on demand from Debian: gnuplot-nox):
-# speedup.svg (per matrix, best sparsetune over each library) and bandwidth.svg (effective
+# speedup.svg (per matrix, the tuned winner over each library) and bandwidth.svg (effective
 # bandwidth against nonzeros).
 #
 # Usage: scripts/bench_suite.sh [options]
@@ -20,11 +20,13 @@
 #   --out DIR                     output folder (default bench-results/ in the checkout; ignored by git)
 #   --cache DIR                   generated matrices (default $XDG_CACHE_HOME/sparsetune/bench)
 #   --shared DIR                  the shared datasets folder (default ../shared/datasets)
+#   --summary-only                redo summary.txt and the plots from the folder's results.csv
 # Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm"
 quick=0
+summary_only=0
 large_nnz=20000000
 dense_max=2000000
 out=$root/bench-results
@@ -39,7 +41,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --shared) shared=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --summary-only) summary_only=1; shift ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_suite.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +50,8 @@ if [ -n "${SPARSETUNE_BIN:-}" ]; then read -ra bin <<< "$SPARSETUNE_BIN"; else b
 mkdir -p "$out/tune" "$cache"
 db=$out/suite.db
 
+csv=$out/results.csv
+if [ "$summary_only" -eq 0 ]; then
 # The suite: name, file, nonzeros.
 suite=()
 if [ -f "$shared/MANIFEST.tsv" ]; then
@@ -73,7 +78,6 @@ if [ "$quick" -eq 0 ]; then
   done
 fi
 
-csv=$out/results.csv
 echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs" > "$csv"
 for entry in "${suite[@]}"; do
   IFS='|' read -r name file nnz <<< "$entry"
@@ -89,32 +93,48 @@ for entry in "${suite[@]}"; do
   done
 done
 
-# Geomeans per kernel: best sparsetune kernel against each library, the best library, FixedCSR.
+fi
+[ -f "$csv" ] || { echo "bench_suite.sh: no $csv" >&2; exit 2; }
+
+# Geomeans per kernel of two sparsetune rows: the tuned winner (what `tune` chose and a user
+# gets) and the best sparsetune kernel timed here (the winner, FixedCSR and the heuristic
+# schedules; picking the fastest of several after timing them favours it a little), each
+# against each library, the best library and FixedCSR.
 summary=$out/summary.txt
 awk -F, 'NR > 1 && $6 == "true" {
     key = $1 "," $2
-    if ($5 == "sparsetune") { if (!(key in own) || $7 < own[key]) own[key] = $7 }
+    if ($5 == "sparsetune") { if (!(key in best) || $7 < best[key]) best[key] = $7 }
     else { lib[key "," $4] = $7; if (!(key in bestlib) || $7 < bestlib[key]) bestlib[key] = $7 }
+    if ($4 == "tuned") tuned[key] = $7
     if ($4 == "fixed_csr") fixed[key] = $7
+    if ($5 == "sparsetune" && $2 == "spmv" && $3 >= 10000000 && (!(key in dram) || $7 < dram_ms[key])) {
+      dram[key] = $8 / $10; dram_ms[key] = $7 }
     kernels[$2] = 1; libs[$4] = ($5 == "library")
   }
+  function row(k, label, l, mine, theirs,   s, c, key, p) {
+    s = 0; c = 0
+    for (key in mine) { split(key, p, ","); if (p[2] != k || !(key in theirs)) continue
+      s += log(theirs[key] / mine[key]); ++c }
+    if (c) printf "%-8s %-13s %-14s %7.2fx %6d\n", k, label, l, exp(s / c), c
+  }
   END {
-    printf "%-8s %-22s %8s %6s\n", "kernel", "best sparsetune vs", "geomean", "count"
+    printf "%-8s %-13s %-14s %8s %6s\n", "kernel", "sparsetune", "against", "geomean", "count"
     for (k in kernels) {
-      for (l in libs) {
-        if (!libs[l]) continue
-        s = 0; c = 0
-        for (key in own) { split(key, p, ","); if (p[2] != k || !((key "," l) in lib)) continue
-          s += log(lib[key "," l] / own[key]); ++c }
-        if (c) printf "%-8s %-22s %7.2fx %6d\n", k, l, exp(s / c), c
+      for (who = 0; who < 2; ++who) {
+        label = who == 0 ? "tuned winner" : "best timed"
+        for (l in libs) {
+          if (!libs[l]) continue
+          delete these
+          for (key in lib) { split(key, p, ","); if (p[3] == l) these[p[1] "," p[2]] = lib[key] }
+          if (who == 0) row(k, label, l, tuned, these); else row(k, label, l, best, these)
+        }
+        if (who == 0) { row(k, label, "best library", tuned, bestlib); row(k, label, "FixedCSR", tuned, fixed) }
+        else { row(k, label, "best library", best, bestlib); row(k, label, "FixedCSR", best, fixed) }
       }
-      s = 0; c = 0; f = 0; cf = 0
-      for (key in own) { split(key, p, ","); if (p[2] != k) continue
-        if (key in bestlib) { s += log(bestlib[key] / own[key]); ++c }
-        if (key in fixed) { f += log(fixed[key] / own[key]); ++cf } }
-      if (c) printf "%-8s %-22s %7.2fx %6d\n", k, "best library", exp(s / c), c
-      if (cf) printf "%-8s %-22s %7.2fx %6d\n", k, "FixedCSR", exp(f / cf), cf
     }
+    s = 0; c = 0
+    for (key in dram) { s += dram[key]; ++c }
+    if (c) printf "spmv effective bandwidth on the %d DRAM-resident matrices: %.0f%% of the probe (mean)\n", c, 100 * s / c
   }' "$csv" | tee "$summary"
 
 # Plots: installed on demand, so the default set-up stays lean.
@@ -125,7 +145,7 @@ if ! command -v gnuplot > /dev/null; then
 fi
 if command -v gnuplot > /dev/null; then
   awk -F, 'NR > 1 && $6 == "true" { key = $1 " " $2
-      if ($5 == "sparsetune") { if (!(key in own) || $7 < own[key]) own[key] = $7 } else lib[key, $4] = $7
+      if ($4 == "tuned") own[key] = $7; else if ($5 == "library") lib[key, $4] = $7
       names[$4] = ($5 == "library") }
     END { for (key in own) { line = key; for (l in names) if (names[l]) line = line " " ((key SUBSEP l) in lib ? lib[key, l] / own[key] : "NaN"); print line }
           printf "#"; for (l in names) if (names[l]) printf " %s", l; print "" }' "$out/results.csv" | sort > "$out/speedup.dat"
@@ -135,7 +155,7 @@ if command -v gnuplot > /dev/null; then
   gnuplot <<GNUPLOT
 set terminal svg size 1200,600 font "sans,11"
 set output "$out/speedup.svg"
-set title "Best sparsetune kernel over each library (above 1: sparsetune faster)"
+set title "Tuned sparsetune kernel over each library (above 1: sparsetune faster)"
 set style data histogram
 set style fill solid 0.8
 set xtics rotate by -45
