@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <vector>
@@ -75,10 +76,12 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
   std::vector<TimingResult> results(n);
   std::vector<std::vector<double>> samples(n);
   std::vector<bool> active(n, true);
+  std::vector<double> fastest(n, std::numeric_limits<double>::infinity());
   auto timed = [&](size_t c) {
     const auto t0 = std::chrono::steady_clock::now();
     runs[c]();
     const double ms = Elapsed(t0);
+    fastest[c] = std::min(fastest[c], ms);
     if (options.max_ms_per_run > 0 && ms > options.max_ms_per_run) {
       active[c] = false;
       results[c].timed_out = true;
@@ -107,6 +110,20 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
       const double ms = timed(c);
       if (active[c]) samples[c].push_back(ms);
       remaining += active[c];
+    }
+    if (options.drop_slower_than > 0) {
+      // Every contender has a timed run now: one whose fastest run is that far behind the
+      // fastest of all cannot win, and more runs of it would only spend the tuning time.
+      double best = std::numeric_limits<double>::infinity();
+      for (size_t c = 0; c < n; ++c) {
+        if (!results[c].timed_out) best = std::min(best, fastest[c]);
+      }
+      for (size_t c = 0; c < n; ++c) {
+        if (active[c] && fastest[c] > options.drop_slower_than * best) {
+          active[c] = false;
+          --remaining;
+        }
+      }
     }
     if (remaining == 0) break;
     if (round + 1 >= options.min_reps &&

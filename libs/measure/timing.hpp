@@ -15,6 +15,9 @@ struct TimingOptions {
   int max_reps = 100;
   double min_total_ms = 300;
   double max_ms_per_run = 0;  // > 0: stop after the first run that exceeds it
+  // > 0, interleaved timing only: after each round, a contender whose fastest run is over this
+  // many times the fastest run of all leaves the rounds, its median from the runs it made.
+  double drop_slower_than = 0;
 };
 
 struct TimingResult {

@@ -7,16 +7,16 @@
 
 #include "base/errors.hpp"
 #include "base/paths.hpp"
+#include "collect/candidates.hpp"
 #include "costmodel/cost_model.hpp"
 #include "costmodel/model_files.hpp"
-#include "search/schedule_index.hpp"
-#include "collect/candidates.hpp"
 #include "db/database.hpp"
 #include "db/machine.hpp"
 #include "io/read.hpp"
 #include "jit/jit.hpp"
 #include "measure/contest.hpp"
 #include "measure/runner.hpp"
+#include "search/schedule_index.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
@@ -247,6 +247,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   contest.run.timing.warmup_ms = 20;
   contest.run.timing.min_reps = 10;
   contest.run.timing.min_total_ms = 100;
+  // Candidates 3x behind the best (SDDMM samples run seconds where the best runs 20 ms) are
+  // not timed to the full count: their medians are rough, and they were never going to win.
+  contest.run.timing.drop_slower_than = 3;
   {
     // FixedCSR's first run scales the limit: large operands are allowed longer runs.
     RunOptions probe;

@@ -195,6 +195,30 @@ TEST(TimeInterleaved, RoundsContinueUntilTheMinimumTimeOrTheMaximumCount) {
   EXPECT_EQ(many.Calls(1), 12 + 1);
 }
 
+// A contender far behind the fastest leaves the rounds after its first timed run, with that
+// run as its result; the others run the full count. Without the option everyone does.
+TEST(TimeInterleaved, DropsContendersFarBehindTheFastest) {
+  CallLog log;
+  std::vector<std::function<void()>> runs = log.Contenders(3);
+  runs[1] = [&log] {
+    log.order.push_back(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  };
+  TimingOptions o = Counts(1, 6, 6);
+  o.drop_slower_than = 3;
+  const std::vector<TimingResult> r = TimeInterleaved(runs, o, 3);
+  EXPECT_EQ(log.Calls(1), 1 + 1);
+  EXPECT_EQ(r[1].reps, 1);
+  EXPECT_GE(r[1].median_ms, 60);
+  EXPECT_FALSE(r[1].timed_out);
+  EXPECT_EQ(r[0].reps, 6);
+  EXPECT_EQ(r[2].reps, 6);
+  log.order.clear();
+  o.drop_slower_than = 0;
+  EXPECT_EQ(TimeInterleaved(runs, o, 3)[1].reps, 6);
+  EXPECT_EQ(log.Calls(1), 1 + 6);
+}
+
 // Pinning the timing threads narrows the main thread to one CPU; the machine row and every
 // thread count after it must still see all the CPUs the process may use, and each thread must
 // land on one of those.
