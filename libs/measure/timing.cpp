@@ -90,12 +90,41 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
     }
     return ms;
   };
-  // Warm-up: the same count for everyone, enough for the slowest-starting contender.
+  // With drop_slower_than: a contender whose fastest run is that far behind the fastest of
+  // all leaves the rounds, its median from the runs it made; it cannot win, and a kernel that
+  // takes seconds where the best takes milliseconds would otherwise spend most of a tune.
+  auto drop_far_behind = [&] {
+    if (options.drop_slower_than <= 0) return;
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t c = 0; c < n; ++c) {
+      if (!results[c].timed_out) best = std::min(best, fastest[c]);
+    }
+    for (size_t c = 0; c < n; ++c) {
+      if (!active[c] || fastest[c] <= options.drop_slower_than * best) continue;
+      active[c] = false;
+      if (samples[c].empty()) samples[c].push_back(fastest[c]);
+    }
+  };
+  // Warm-up: the same count for everyone, enough for the slowest-starting contender. When
+  // contenders may be dropped, everyone's first run comes first, so the far-behind ones stop
+  // after it (first runs are all cold, so they compare fairly with each other).
+  std::vector<int> warm_runs(n, 0);
+  std::vector<double> warm_ms(n, 0);
+  if (options.drop_slower_than > 0) {
+    for (size_t c = 0; c < n; ++c) {
+      const auto t0 = std::chrono::steady_clock::now();
+      timed(c);
+      warm_ms[c] = Elapsed(t0);
+      warm_runs[c] = 1;
+    }
+    drop_far_behind();
+  }
   for (size_t c = 0; c < n; ++c) {
     const auto warm_start = std::chrono::steady_clock::now();
-    for (int w = 0; w < MaxWarmupRuns(options) && active[c]; ++w) {
+    for (int w = warm_runs[c]; w < MaxWarmupRuns(options) && active[c]; ++w) {
       timed(c);
-      if (w + 1 >= options.warmup_runs && Elapsed(warm_start) >= options.warmup_ms) break;
+      if (w + 1 >= options.warmup_runs && warm_ms[c] + Elapsed(warm_start) >= options.warmup_ms)
+        break;
     }
   }
   std::mt19937_64 rng(seed);
@@ -104,27 +133,13 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
   const auto start = std::chrono::steady_clock::now();
   for (int round = 0; round < options.max_reps; ++round) {
     std::shuffle(order.begin(), order.end(), rng);
-    size_t remaining = 0;
     for (size_t c : order) {
       if (!active[c]) continue;
       const double ms = timed(c);
       if (active[c]) samples[c].push_back(ms);
-      remaining += active[c];
     }
-    if (options.drop_slower_than > 0) {
-      // Every contender has a timed run now: one whose fastest run is that far behind the
-      // fastest of all cannot win, and more runs of it would only spend the tuning time.
-      double best = std::numeric_limits<double>::infinity();
-      for (size_t c = 0; c < n; ++c) {
-        if (!results[c].timed_out) best = std::min(best, fastest[c]);
-      }
-      for (size_t c = 0; c < n; ++c) {
-        if (active[c] && fastest[c] > options.drop_slower_than * best) {
-          active[c] = false;
-          --remaining;
-        }
-      }
-    }
+    drop_far_behind();
+    const auto remaining = std::count(active.begin(), active.end(), true);
     if (remaining == 0) break;
     if (round + 1 >= options.min_reps &&
         Elapsed(start) >= options.min_total_ms * static_cast<double>(remaining))

@@ -15,8 +15,9 @@ struct TimingOptions {
   int max_reps = 100;
   double min_total_ms = 300;
   double max_ms_per_run = 0;  // > 0: stop after the first run that exceeds it
-  // > 0, interleaved timing only: after each round, a contender whose fastest run is over this
-  // many times the fastest run of all leaves the rounds, its median from the runs it made.
+  // > 0, interleaved timing only: after the first warm-up run of everyone and after each
+  // round, a contender whose fastest run is over this many times the fastest run of all
+  // leaves, its median from the runs it made (its first run when it leaves in warm-up).
   double drop_slower_than = 0;
 };
 
