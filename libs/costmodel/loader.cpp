@@ -2,11 +2,10 @@
 // LibTorch's start-up cost.
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <mutex>
 
 #include "base/errors.hpp"
+#include "base/module.hpp"
 #include "costmodel/model_files.hpp"
 #include "costmodel/module_abi.hpp"
 
@@ -22,28 +21,13 @@ struct Module {
 
 constexpr const char* kModuleFile = "libsparsetune_costmodel_torch.so";
 
-// $SPARSETUNE_COSTMODEL_MODULE, else beside the executable (the build puts it there), else in
-// ../lib/sparsetune of an installed tree, else where this build made it.
-std::string ModulePath() {
-  if (const char* env = std::getenv("SPARSETUNE_COSTMODEL_MODULE")) return env;
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  if (!error) {
-    for (const fs::path& candidate :
-         {exe.parent_path() / kModuleFile, exe.parent_path() / "../lib/sparsetune" / kModuleFile}) {
-      if (fs::is_regular_file(candidate, error)) return candidate.string();
-    }
-  }
-  return SPARSETUNE_COSTMODEL_MODULE_PATH;
-}
-
 const Module& LoadModule() {
   static Module module;
   static std::string error;
   static std::once_flag once;
   std::call_once(once, [] {
-    const std::string path = ModulePath();
+    const std::string path =
+        FindModule(kModuleFile, "SPARSETUNE_COSTMODEL_MODULE", SPARSETUNE_COSTMODEL_MODULE_PATH);
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       error = "cannot load the cost-model module " + path + ": " + dlerror() +

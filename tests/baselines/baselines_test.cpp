@@ -93,5 +93,28 @@ TEST(BenchCli, KernelsWithoutALibraryAreRefused) {
   EXPECT_NE(r.err.find("spmm_gemm"), std::string::npos) << r.err;
 }
 
+// GraphBLAS and librsb take milliseconds to load and relocate: the commands that never
+// benchmark (above all `query`, which build scripts call) must not load them, and `bench` must.
+TEST(Baselines, OnlyBenchLoadsTheLibraries) {
+  testing::TempDir dir;
+  const std::string example =
+      std::string(SPARSETUNE_SOURCE_DIR) + "/datasets/examples/cavity24.mtx";
+  const std::vector<std::vector<std::string>> commands = {
+      {"info", example},
+      {"run", example, "--kernel", "spmv"},
+      {"query", example, "--kernel", "spmv", "--db", dir.File("q.db")}};
+  for (const auto& args : commands) {
+    const auto r = testing::RunCli(args, {"LD_DEBUG=libs"});
+    EXPECT_NE(r.err.find("libgomp"), std::string::npos) << "LD_DEBUG printed nothing?";
+    EXPECT_EQ(r.err.find("libgraphblas"), std::string::npos) << args[0] << " loaded GraphBLAS";
+    EXPECT_EQ(r.err.find("librsb"), std::string::npos) << args[0] << " loaded librsb";
+  }
+  const auto bench =
+      testing::RunCli({"bench", example, "--kernel", "spmv", "--json"}, {"LD_DEBUG=libs"});
+  EXPECT_EQ(bench.exit_code, 0) << bench.err.substr(
+      bench.err.size() > 2000 ? bench.err.size() - 2000 : 0);
+  EXPECT_NE(bench.err.find("libgraphblas"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sparsetune

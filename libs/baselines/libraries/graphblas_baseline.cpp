@@ -10,7 +10,7 @@ extern "C" {
 #include <vector>
 
 #include "base/errors.hpp"
-#include "baselines/baselines_internal.hpp"
+#include "baselines/libraries/baselines_internal.hpp"
 
 namespace sparsetune {
 

@@ -4,7 +4,7 @@
 #include <Eigen/SparseCore>
 
 #include "baselines/baseline.hpp"
-#include "baselines/baselines_internal.hpp"
+#include "baselines/libraries/baselines_internal.hpp"
 
 namespace sparsetune {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "base/errors.hpp"
-#include "baselines/baselines_internal.hpp"
+#include "baselines/libraries/baselines_internal.hpp"
 
 namespace sparsetune {
 
