@@ -10,6 +10,7 @@
 #include "base/errors.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "heuristic/scorch.hpp"
 #include "io/read.hpp"
 #include "sparseauto/space.hpp"
 #include "sparseauto/sparseauto.hpp"
@@ -26,6 +27,7 @@ struct SchedulesOptions {
   unsigned timeout_ms = 500;
   int64_t llc_bytes = 0;
   bool all_classes = false;
+  bool heuristic = false;
   bool json = false;
 };
 
@@ -44,8 +46,54 @@ std::string Number(long double value) {
   return buffer;
 }
 
+// Scorch's heuristic schedule alone: no enumeration, no solver.
+void RunHeuristic(const SchedulesOptions& o, const ResolvedKernel& k) {
+  HeuristicInput input;
+  input.sizes = k.dense_sizes;
+  if (!o.tensor.empty()) {
+    std::vector<std::string> warnings;
+    CooTensor tensor = ReadTensorFile(o.tensor, &warnings);
+    for (const auto& w : warnings) std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
+    input.sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
+    input.prefix_nnz = ComputePatternStats(tensor).prefix_nnz;
+  } else {
+    for (const auto& [index, size] : k.dense_sizes) {
+      if (k.expression.IndexId(index) < 0) {
+        throw InputError("--dense " + index + "=" + std::to_string(size) +
+                         ": the expression has no index " + index);
+      }
+    }
+  }
+  const HeuristicResult r = ScorchSchedule(k.expression, input);
+  if (o.json) {
+    nlohmann::json out = {
+        {"kernel", k.name},
+        {"expression", k.expression.text},
+        {"tensor", o.tensor.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.tensor)},
+        {"schedule", r.schedule.ToJson()},
+        {"initial_order", r.initial_order},
+        {"pushed_order", r.pushed_order},
+        {"final_order", r.final_order},
+        {"cost", r.cost},
+        {"explain", r.explain},
+        {"microseconds", r.microseconds}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s  %s  (Scorch's heuristic, %.1f us)\n", k.name.c_str(), k.expression.text.c_str(),
+              r.microseconds);
+  for (const auto& line : r.explain) std::printf("  %s\n", line.c_str());
+  std::printf("  schedule   %s\n  %s\n", r.schedule.Summary().c_str(),
+              r.schedule.CanonicalJson().c_str());
+}
+
 void RunSchedules(const SchedulesOptions& o) {
   ResolvedKernel k = ResolveKernel(o.kernel);
+  if (o.heuristic) {
+    if (!o.constraints.empty()) throw InputError("--heuristic takes no --constraint");
+    RunHeuristic(o, k);
+    return;
+  }
   SparseAutoOptions options;
   options.constraints = o.constraints;
   options.solver_timeout_ms = o.timeout_ms;
@@ -167,6 +215,9 @@ void RegisterSchedules(CLI::App& app, Context& context) {
   sub->add_option("--llc-bytes", o->llc_bytes, "Last-level cache size (default: this machine's)");
   sub->add_flag("--all-classes", o->all_classes,
                 "Count stage-1 complexity classes even for large spaces (slow)");
+  sub->add_flag("--heuristic", o->heuristic,
+                "Scorch's millisecond heuristic schedule instead (loop order by sparse filters, "
+                "workspaces, dense tiling, format inference), with its reasoning");
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->footer(
       "Stage 3 compares schedules over a region of sizes: the --constraint relations, x >= 1 and "

@@ -112,6 +112,7 @@ struct QueryOptions {
   KernelOptions kernel;
   std::string db;
   std::string emit;
+  std::string fallback;
   bool json = false;
 };
 
@@ -127,8 +128,9 @@ void RunQuery(const QueryOptions& o, Context& context) {
   request.dense = k.dense_sizes;
   request.dtype = k.dtype;
   request.db_path = DatabasePathOrDefault(o.db);
+  request.fallback_heuristic = o.fallback == "heuristic";
   const QueryAnswer answer = Query(request);
-  if (!answer.hit) {
+  if (!answer.answered()) {
     context.exit_code = 1;
     std::fprintf(stderr, "sparsetune query: no stored schedule for %s (%s) on this machine\n",
                  answer.fingerprint.c_str(), answer.kernel.c_str());
@@ -157,8 +159,16 @@ void RunQuery(const QueryOptions& o, Context& context) {
     return;
   }
   std::printf("%s\n", answer.winner_json.c_str());
-  std::fprintf(stderr, "sparsetune query: %.4f ms (%s)\n", answer.winner_ms,
-               winner.Summary().c_str());
+  if (answer.hit) {
+    std::fprintf(stderr, "sparsetune query: %.4f ms (%s)\n", answer.winner_ms,
+                 winner.Summary().c_str());
+  } else {
+    std::fprintf(stderr,
+                 "sparsetune query: no stored schedule for %s (%s); answering with Scorch's "
+                 "heuristic schedule from %s, not measured (%s)\n",
+                 answer.fingerprint.c_str(), answer.kernel.c_str(), answer.heuristic_basis.c_str(),
+                 winner.Summary().c_str());
+  }
   if (out.contains("emitted")) {
     for (const auto& path : out["emitted"])
       std::fprintf(stderr, "  emitted %s\n", path.get<std::string>().c_str());
@@ -215,6 +225,10 @@ void RegisterQuery(CLI::App& app, Context& context) {
   AddKernelOptions(sub, o->kernel);
   AddDatabaseOption(sub, o->db);
   sub->add_option("--emit", o->emit, "Also write the winner's standalone kernel into this folder");
+  sub->add_option("--fallback", o->fallback,
+                  "On a miss, answer with this instead of exit code 1: \"heuristic\" is Scorch's "
+                  "schedule (microseconds, not measured; the output says so)")
+      ->check(CLI::IsMember({"heuristic"}));
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->callback([o, &context] { RunQuery(*o, context); });
 }

@@ -12,6 +12,7 @@
 #include "costmodel/model_files.hpp"
 #include "db/database.hpp"
 #include "db/machine.hpp"
+#include "heuristic/scorch.hpp"
 #include "io/read.hpp"
 #include "jit/jit.hpp"
 #include "measure/contest.hpp"
@@ -99,6 +100,11 @@ nlohmann::json QueryAnswer::ToJson() const {
     out["winner"] = {{"schedule", nlohmann::json::parse(winner_json)}, {"time_ms", winner_ms}};
     out["fixed_csr_ms"] = fixed_csr_ms ? nlohmann::json(*fixed_csr_ms) : nlohmann::json();
     out["updated_at"] = updated_at;
+  } else if (!fallback.empty()) {
+    out["winner"] = {{"schedule", nlohmann::json::parse(winner_json)}, {"time_ms", nullptr}};
+    out["fallback"] = fallback;
+    out["fallback_basis"] = heuristic_basis;
+    out["fallback_us"] = heuristic_us;
   } else {
     out["winner"] = nullptr;
   }
@@ -180,6 +186,16 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   std::vector<TuneCandidate> candidates;
   AddDistinct(candidates, {FixedCsrSchedule(e), "", "fixed_csr"});
   report.sources_used.push_back("fixed_csr");
+  // The pattern statistics feed Scorch's heuristic and SparseAuto here and are stored with
+  // the matrix below.
+  const PatternStats stats = ComputePatternStats(tensor);
+  {
+    HeuristicInput input;
+    input.sizes = sizes;
+    input.prefix_nnz = stats.prefix_nnz;
+    AddDistinct(candidates, {ScorchSchedule(e, input).schedule, "", "scorch"});
+    report.sources_used.push_back("scorch");
+  }
   bool model_used = false;
   if (!model_dir.empty()) {
     stage("searching");
@@ -210,7 +226,6 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   if (!heuristic.empty()) report.sources_used.push_back("heuristic");
   for (auto& c : heuristic) AddDistinct(candidates, std::move(c));
   if (!has_template) {
-    const PatternStats stats = ComputePatternStats(tensor);
     try {
       auto fused = SparseAutoCandidates(e, tensor.dims, stats.prefix_nnz, key.dense,
                                         request.sparseauto_limit);
@@ -268,7 +283,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   matrix.name = std::filesystem::path(request.path).stem().string();
   matrix.dims = tensor.dims;
   matrix.nnz = tensor.nnz();
-  matrix.stats = PatternStatsToJson(ComputePatternStats(tensor));
+  matrix.stats = PatternStatsToJson(stats);
   matrix.source_path = request.path;
   db->UpsertMatrix(matrix);
   int best = -1;
@@ -335,15 +350,46 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   return report;
 }
 
+namespace {
+
+// Scorch's heuristic for a pattern the database has not seen: the file's measured levels when
+// it was given, else the database's statistics of the fingerprint, else shapes and priors.
+void AnswerWithHeuristic(const QueryRequest& request, const CooTensor* tensor, Database* db,
+                         QueryAnswer& answer) {
+  HeuristicInput input;
+  input.sizes = request.dense;
+  if (tensor) {
+    input.sizes = ResolveIndexSizes(request.expression, tensor->dims, request.dense);
+    input.prefix_nnz = ComputePatternStats(*tensor).prefix_nnz;
+    answer.heuristic_basis = "the file's pattern";
+  } else if (auto matrix = db ? db->FindMatrix(answer.fingerprint) : std::nullopt) {
+    const auto& modes = request.expression.sparse_input().indices;
+    if (matrix->dims.size() == modes.size()) {
+      for (size_t m = 0; m < modes.size(); ++m) input.sizes[modes[m]] = matrix->dims[m];
+      if (matrix->stats.contains("prefix_nnz"))
+        input.prefix_nnz = matrix->stats["prefix_nnz"].get<std::vector<int64_t>>();
+      answer.heuristic_basis = "the stored pattern statistics";
+    }
+  }
+  if (answer.heuristic_basis.empty()) answer.heuristic_basis = "shapes and priors only";
+  const HeuristicResult h = ScorchSchedule(request.expression, input);
+  answer.fallback = "heuristic";
+  answer.winner_json = h.schedule.CanonicalJson();
+  answer.heuristic_us = h.microseconds;
+}
+
+}  // namespace
+
 QueryAnswer Query(const QueryRequest& request) {
   QueryAnswer answer;
   answer.kernel = KernelKey(request.kernel, request.expression);
   std::map<std::string, int64_t> dense = request.dense;
+  std::unique_ptr<CooTensor> tensor;
   if (!request.path.empty()) {
-    const CooTensor tensor = ReadTensorFile(request.path);
-    answer.fingerprint = PatternFingerprint(tensor);
+    tensor = std::make_unique<CooTensor>(ReadTensorFile(request.path));
+    answer.fingerprint = PatternFingerprint(*tensor);
     dense = DenseKey(request.expression,
-                     ResolveIndexSizes(request.expression, tensor.dims, request.dense));
+                     ResolveIndexSizes(request.expression, tensor->dims, request.dense));
   } else {
     answer.fingerprint = request.fingerprint;
     std::map<std::string, int64_t> key_dense;
@@ -355,24 +401,29 @@ QueryAnswer Query(const QueryRequest& request) {
     }
     dense = key_dense;
   }
-  if (!std::filesystem::exists(request.db_path)) return answer;
-  auto db = Database::Open(request.db_path, OpenMode::kReadOnly);
+  std::unique_ptr<Database> db;
+  if (std::filesystem::exists(request.db_path))
+    db = Database::Open(request.db_path, OpenMode::kReadOnly);
   // The machine row as tune wrote it (compiler and flags included): times belong to it.
-  const auto machine = db->FindMachine(DetectMachine(Jit::DefaultCompiler(), Jit::Flags()));
-  if (!machine) return answer;
-  TuningKey key;
-  key.fingerprint = answer.fingerprint;
-  key.kernel = answer.kernel;
-  key.machine_id = *machine;
-  key.dense = dense;
-  key.dtype = request.dtype;
-  if (auto winner = db->FindWinner(key)) {
-    answer.hit = true;
-    answer.winner_json = winner->schedule.canonical_json;
-    answer.winner_ms = winner->time_ms;
-    answer.fixed_csr_ms = winner->fixed_csr_ms;
-    answer.updated_at = winner->updated_at;
+  const auto machine =
+      db ? db->FindMachine(DetectMachine(Jit::DefaultCompiler(), Jit::Flags())) : std::nullopt;
+  if (machine) {
+    TuningKey key;
+    key.fingerprint = answer.fingerprint;
+    key.kernel = answer.kernel;
+    key.machine_id = *machine;
+    key.dense = dense;
+    key.dtype = request.dtype;
+    if (auto winner = db->FindWinner(key)) {
+      answer.hit = true;
+      answer.winner_json = winner->schedule.canonical_json;
+      answer.winner_ms = winner->time_ms;
+      answer.fixed_csr_ms = winner->fixed_csr_ms;
+      answer.updated_at = winner->updated_at;
+      return answer;
+    }
   }
+  if (request.fallback_heuristic) AnswerWithHeuristic(request, tensor.get(), db.get(), answer);
   return answer;
 }
 

@@ -96,6 +96,8 @@ struct QueryRequest {
   std::map<std::string, int64_t> dense;
   DType dtype = DType::kF32;
   std::string db_path;
+  // A miss answers with Scorch's heuristic schedule (never measured) instead of nothing.
+  bool fallback_heuristic = false;
 };
 
 struct QueryAnswer {
@@ -106,11 +108,17 @@ struct QueryAnswer {
   double winner_ms = 0;
   std::optional<double> fixed_csr_ms;
   std::string updated_at;
+  // A miss answered by a fallback: "heuristic", what it looked at, and how long it took.
+  std::string fallback;
+  std::string heuristic_basis;
+  double heuristic_us = 0;
+  bool answered() const { return hit || !fallback.empty(); }
   nlohmann::json ToJson() const;
 };
 
 // The stored winner for this machine, kernel, dense sizes, dtype and pattern, from the
-// database alone (no compiler, no cost model). A missing database is a miss.
+// database alone (no compiler, no cost model). A missing database is a miss, which
+// fallback_heuristic answers with Scorch's heuristic schedule.
 QueryAnswer Query(const QueryRequest& request);
 
 }  // namespace sparsetune

@@ -32,14 +32,17 @@ TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
   const double winner = report["winner"]["time_ms"].get<double>();
   EXPECT_GT(winner, 0);
   // The winner is the fastest verified candidate, FixedCSR among them.
-  bool has_fixed = false;
+  bool has_fixed = false, has_scorch = false;
   for (const auto& c : report["candidates"]) {
     has_fixed |= c["source"] == "fixed_csr";
+    has_scorch |= c["source"] == "scorch";
     if (c["status"] == "ok") {
       EXPECT_GE(c["time_ms"].get<double>(), winner);
     }
   }
   EXPECT_TRUE(has_fixed);
+  // Scorch's heuristic is always measured (unless it equals FixedCSR, which it does not here).
+  EXPECT_TRUE(has_scorch);
   EXPECT_NEAR(report["speedup_vs_fixed_csr"].get<double>(),
               report["fixed_csr_ms"].get<double>() / winner, 1e-9);
 
@@ -66,6 +69,35 @@ TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
   const auto miss = RunCli({"query", other, "--kernel", "spmv", "--db", db, "--json"});
   EXPECT_EQ(miss.exit_code, 1);
   EXPECT_FALSE(nlohmann::json::parse(miss.out)["hit"].get<bool>());
+}
+
+TEST(TuneCli, QueryFallsBackToTheHeuristicAndSaysSo) {
+  TempDir dir;
+  const std::string db = dir.File("none.db");
+  const auto plain = RunCli({"query", kExample, "--kernel", "spmm", "--db", db});
+  EXPECT_EQ(plain.exit_code, 1);
+  const auto r = RunCli(
+      {"query", kExample, "--kernel", "spmm", "--db", db, "--fallback", "heuristic", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto answer = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(answer["hit"].get<bool>());
+  EXPECT_EQ(answer["fallback"], "heuristic");
+  EXPECT_TRUE(answer["winner"]["time_ms"].is_null());
+  // The same schedule `schedules --heuristic` gives for the file.
+  const auto h =
+      RunCli({"schedules", "--kernel", "spmm", "--heuristic", "--tensor", kExample, "--json"});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(answer["winner"]["schedule"], nlohmann::json::parse(h.out)["schedule"]);
+  // Without the file, from shapes and priors; it still says it is a fallback.
+  const auto by_print = RunCli({"query", "--fingerprint", "0123", "--kernel", "spmv", "--db", db,
+                                "--fallback", "heuristic"});
+  EXPECT_EQ(by_print.exit_code, 0) << by_print.err;
+  EXPECT_NE(by_print.err.find("heuristic"), std::string::npos) << by_print.err;
+  EXPECT_NE(by_print.err.find("not measured"), std::string::npos) << by_print.err;
+  EXPECT_EQ(
+      RunCli({"query", kExample, "--kernel", "spmv", "--db", db, "--fallback", "guess"}).exit_code,
+      2);
+  EXPECT_FALSE(std::filesystem::exists(db));
 }
 
 TEST(TuneCli, BadInputStoresNothing) {
