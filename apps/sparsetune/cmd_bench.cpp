@@ -21,10 +21,12 @@
 #include "collect/candidates.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "heuristic/scorch.hpp"
 #include "io/read.hpp"
 #include "measure/runner.hpp"
 #include "measure/timing.hpp"
 #include "tensor/fingerprint.hpp"
+#include "tensor/stats.hpp"
 #include "tune/candidates.hpp"
 #include "tune/tune.hpp"
 
@@ -161,6 +163,12 @@ void RunBench(const BenchOptions& o) {
   int h = 0;
   for (const auto& c : HeuristicCandidates(k.name, k.expression, sizes))
     add_schedule("heuristic_" + std::to_string(++h), c.schedule);
+  {
+    HeuristicInput input;
+    input.sizes = sizes;
+    input.prefix_nnz = ComputePatternStats(tensor).prefix_nnz;
+    add_schedule("scorch", ScorchSchedule(k.expression, input).schedule);
+  }
   {
     QueryRequest q;
     q.fingerprint = PatternFingerprint(tensor);
@@ -315,7 +323,8 @@ void RegisterBench(CLI::App& app, Context& context) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand(
       "bench",
-      "sparsetune's kernels (FixedCSR, the heuristic schedules, the stored winner, given "
+      "sparsetune's kernels (FixedCSR, the heuristic schedules, Scorch's schedule, the stored "
+      "winner, given "
       "schedules) beside Eigen, librsb and GraphBLAS on the same operands, all verified and timed "
       "together");
   sub->add_option("FILE", o->file, "Sparse matrix file")->required();

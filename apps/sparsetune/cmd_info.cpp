@@ -17,6 +17,7 @@ namespace {
 
 struct InfoOptions {
   std::string file;
+  bool stats = false;
   bool json = false;
 };
 
@@ -77,6 +78,24 @@ void RunInfo(const InfoOptions& options) {
                 stats.dense_block_fraction[0], stats.dense_block_fraction[1],
                 stats.dense_block_fraction[2]);
   }
+  if (options.stats) {
+    for (const TileStats& t : stats.tiles) {
+      const long long tile = static_cast<long long>(t.tile);
+      std::printf(
+          "  tiles %lldx%lld  %lld non-empty  MaxTile %lld  SizeTile %.1f  PrTileIdx "
+          "rows %.3g cols %.3g  ProbIndex rows %.3g cols|row %.3g\n",
+          tile, tile, static_cast<long long>(t.nonempty_tiles), static_cast<long long>(t.max_tile),
+          t.size_tile, t.pr_tile_row, t.pr_tile_col, t.prob_row, t.prob_col_given_row);
+      std::printf(
+          "               Corrs(1..3) %.3f %.3f %.3f  sum %.2f (%lld tiles sampled)  "
+          "TileCorrs(0..3) %lld %lld %lld %lld\n",
+          t.corrs.size() > 1 ? t.corrs[1] : 0.0, t.corrs.size() > 2 ? t.corrs[2] : 0.0,
+          t.corrs.size() > 3 ? t.corrs[3] : 0.0, t.corrs_sum,
+          static_cast<long long>(t.sampled_tiles), static_cast<long long>(t.tile_corrs[0]),
+          static_cast<long long>(t.tile_corrs[1]), static_cast<long long>(t.tile_corrs[2]),
+          static_cast<long long>(t.tile_corrs[3]));
+    }
+  }
   std::printf("  read         %.1f ms\n", read_ms);
 }
 
@@ -88,6 +107,9 @@ void RegisterInfo(CLI::App& app, Context& context) {
       app.add_subcommand("info", "Shape, nnz, row statistics and fingerprint of a file");
   sub->add_option("FILE", options->file, "Matrix Market, SuiteSparse .tar.gz or FROSTT .tns file")
       ->required();
+  sub->add_flag("--stats", options->stats,
+                "Also D2T2's tile statistics (MaxTile, SizeTile, PrTileIdx, ProbIndex, Corrs, "
+                "TileCorrs) at 32x32 and 128x128 tiles; --json always has them under stats.tiles");
   sub->add_flag("--json", options->json, "One JSON object on stdout");
   sub->callback([options] { RunInfo(*options); });
 }

@@ -27,6 +27,7 @@ struct TrainCommandOptions {
   double learning_rate = 1e-4;
   int batch = 128;
   std::string side_inputs = "summary";
+  bool comparison_only = false;
   bool json = false;
 };
 
@@ -55,6 +56,7 @@ void RunTrain(const TrainCommandOptions& o) {
   if (o.batch < 2) throw InputError("--batch must be at least 2 (a ranking needs pairs)");
   options.batch = o.batch;
   options.side_inputs = o.side_inputs == "shape" ? SideInputs::kShape : SideInputs::kSummary;
+  options.comparison_only = o.comparison_only;
   options.log = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
@@ -73,8 +75,9 @@ void RunTrain(const TrainCommandOptions& o) {
   };
   std::printf("%s model in %s (%d validation patterns)\n", o.kernel.c_str(),
               options.out_dir.c_str(), metrics["validation_patterns"].get<int>());
-  row("WACONet", metrics["validation"]);
+  if (metrics.contains("validation")) row("WACONet", metrics["validation"]);
   row("summary features", metrics["summary_features"]);
+  row("summary + tiles", metrics["summary_tile_features"]);
 }
 
 }  // namespace
@@ -112,6 +115,9 @@ void RegisterTrain(CLI::App& app, Context& context) {
                   "or summary (the summary model's statistics)")
       ->check(CLI::IsMember({"shape", "summary"}))
       ->capture_default_str();
+  sub->add_flag("--comparison-only", o->comparison_only,
+                "Train only the comparison models (summary features, with and without D2T2's "
+                "tile statistics) and write their metrics.json, no model");
   sub->add_flag("--json", o->json, "metrics.json on stdout");
   sub->callback([o] { RunTrain(*o); });
 }

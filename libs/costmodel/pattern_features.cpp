@@ -93,8 +93,9 @@ std::vector<float> SideInputValues(const CooTensor& tensor, SideInputs kind) {
   return kind == SideInputs::kShape ? SideFeatures(tensor) : SummaryFeatures(tensor);
 }
 
-std::vector<float> SummaryFeatures(const CooTensor& t) {
-  const PatternStats s = ComputePatternStats(t);
+namespace {
+
+std::vector<float> SummaryOf(const CooTensor& t, const PatternStats& s) {
   const Unfolded shape = UnfoldedShape(t);
   const double rows = double(std::max<int64_t>(shape.rows, 1));
   const double cols = double(std::max<int64_t>(shape.cols, 1));
@@ -109,6 +110,25 @@ std::vector<float> SummaryFeatures(const CooTensor& t) {
           float(double(s.empty_rows) / rows),
           float(t.order() == 2 ? double(s.bandwidth) / cols : 1.0),
           float(t.order() == 2 ? s.diagonal_fraction : 0.0)};
+}
+
+}  // namespace
+
+std::vector<float> SummaryFeatures(const CooTensor& t) {
+  return SummaryOf(t, ComputePatternStats(t));
+}
+
+std::vector<float> SummaryAndTileFeatures(const CooTensor& t) {
+  const PatternStats s = ComputePatternStats(t);
+  std::vector<float> out = SummaryOf(t, s);
+  const TileStats& tile = s.tiles.front();  // 32 x 32
+  out.insert(
+      out.end(),
+      {float(std::log2(1.0 + double(tile.max_tile))), float(std::log2(1.0 + tile.size_tile)),
+       float(tile.pr_tile_row), float(tile.pr_tile_col), float(tile.prob_row),
+       float(tile.prob_col_given_row), float(std::log2(std::max(tile.corrs_sum, 1.0))),
+       float(double(tile.tile_corrs[1]) / double(std::max<int64_t>(tile.tile_corrs[0], 1)))});
+  return out;
 }
 
 }  // namespace sparsetune

@@ -39,6 +39,12 @@ std::vector<float> SideFeatures(const CooTensor& tensor);
 std::vector<float> SummaryFeatures(const CooTensor& tensor);
 constexpr int kSummaryFeatures = 10;
 
+// The summary features followed by D2T2's tile statistics at 32 x 32 tiles: log2 MaxTile and
+// SizeTile, PrTileIdx of rows and columns, ProbIndex of rows and of columns given a row,
+// log2 of the sum of Corrs, and TileCorrs(1) over TileCorrs(0).
+std::vector<float> SummaryAndTileFeatures(const CooTensor& tensor);
+constexpr int kTileFeatures = 8;
+
 // What WACONet's side network sees beside the pattern: WACO's three shape numbers
 // (SideFeatures), or the summary statistics (SummaryFeatures, which begin with the same three),
 // so that the pattern network adds to what the summary model knows instead of competing with it.

@@ -38,6 +38,9 @@ struct TrainOptions {
   double max_ms = 1000;  // slower measurements are dropped, as WACO does
   GridBudget grid;
   SideInputs side_inputs = SideInputs::kSummary;
+  // Only the comparison models (summary features, with and without D2T2's tile statistics):
+  // their metrics.json, no model.
+  bool comparison_only = false;
   std::function<void(const std::string&)> log;
 };
 

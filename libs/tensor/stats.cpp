@@ -125,6 +125,7 @@ PatternStats ComputePatternStats(const CooTensor& t) {
   ComputeRowStats(t, s);
   ComputePrefixCounts(t, s);
   if (t.order() == 2) ComputeMatrixStats(t, s);
+  for (int64_t tile : kTileStatsSizes) s.tiles.push_back(ComputeTileStats(t, tile));
   return s;
 }
 
@@ -150,6 +151,8 @@ nlohmann::json PatternStatsToJson(const PatternStats& s) {
       j["block_fill_" + b] = s.block_fill[bi];
     }
   }
+  j["tiles"] = nlohmann::json::array();
+  for (const TileStats& tile : s.tiles) j["tiles"].push_back(TileStatsToJson(tile));
   return j;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tensor/coo.hpp"
+#include "tensor/tile_stats.hpp"
 
 namespace sparsetune {
 
@@ -33,6 +34,9 @@ struct PatternStats {
   // non-empty aligned blocks, for b = 4, 8, 16.
   double dense_block_fraction[3] = {0, 0, 0};
   double block_fill[3] = {0, 0, 0};
+
+  // D2T2's tile statistics at the base sizes kTileStatsSizes (tensors unfolded).
+  std::vector<TileStats> tiles;
 };
 
 constexpr int kStatsBlockSizes[3] = {4, 8, 16};

@@ -34,8 +34,9 @@ double SecondsSince(Clock::time_point start) {
 struct Example {
   const TrainingMatrix* matrix = nullptr;
   PatternGrid grid;
-  std::vector<float> side;     // raw
-  std::vector<float> summary;  // raw
+  std::vector<float> side;           // raw
+  std::vector<float> summary;        // raw
+  std::vector<float> summary_tiles;  // raw: the summary and D2T2's tile statistics
   // WACONet's convolution maps and input, which do not depend on the weights: built on first
   // use and kept while the cache budget lasts.
   mutable std::shared_ptr<const WacoNetMaps> maps;
@@ -117,10 +118,13 @@ class WacoNetEncoder : public MatrixEncoder {
 
 class SummaryEncoder : public MatrixEncoder {
  public:
-  SummaryEncoder(std::vector<float> mean, std::vector<float> stddev)
-      : net(kSummaryFeatures), mean_(std::move(mean)), std_(std::move(stddev)) {}
+  SummaryEncoder(std::vector<float> mean, std::vector<float> stddev, bool tiles)
+      : net(tiles ? kSummaryFeatures + kTileFeatures : kSummaryFeatures),
+        mean_(std::move(mean)),
+        std_(std::move(stddev)),
+        tiles_(tiles) {}
   torch::Tensor Embed(const Example& e) override {
-    std::vector<float> s = e.summary;
+    std::vector<float> s = tiles_ ? e.summary_tiles : e.summary;
     Standardize(s, mean_, std_);
     return net->forward(torch::from_blob(s.data(), {1, int64_t(s.size())}).clone());
   }
@@ -130,6 +134,7 @@ class SummaryEncoder : public MatrixEncoder {
 
  private:
   std::vector<float> mean_, std_;
+  bool tiles_ = false;
 };
 
 struct Fitted {
@@ -270,7 +275,8 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
       e.matrix = &m;
       e.grid = Featurize(pattern, o.grid);
       e.side = SideInputValues(pattern, o.side_inputs);
-      e.summary = SummaryFeatures(pattern);
+      e.summary_tiles = SummaryAndTileFeatures(pattern);
+      e.summary.assign(e.summary_tiles.begin(), e.summary_tiles.begin() + kSummaryFeatures);
       out.push_back(std::move(e));
     }
     return out;
@@ -278,10 +284,11 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   const std::vector<Example> train = prepare(set.train);
   const std::vector<Example> selection = prepare(set.selection);
   const std::vector<Example> validation = prepare(set.validation);
-  std::vector<std::vector<float>> sides, summaries;
+  std::vector<std::vector<float>> sides, summaries, summaries_tiles;
   for (const Example& e : train) {
     sides.push_back(e.side);
     summaries.push_back(e.summary);
+    summaries_tiles.push_back(e.summary_tiles);
   }
   ModelManifest manifest;
   manifest.kernel = o.kernel;
@@ -290,12 +297,45 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   manifest.grid = o.grid;
   manifest.side_inputs = o.side_inputs;
   MeanAndStd(sides, &manifest.side_mean, &manifest.side_std);
-  std::vector<float> summary_mean, summary_std;
+  std::vector<float> summary_mean, summary_std, tiles_mean, tiles_std;
   MeanAndStd(summaries, &summary_mean, &summary_std);
+  MeanAndStd(summaries_tiles, &tiles_mean, &tiles_std);
 
   namespace fs = std::filesystem;
   fs::create_directories(o.out_dir);
   const fs::path dir = o.out_dir;
+
+  // The comparison models: WACO's summary features, and the same with D2T2's tile statistics.
+  SummaryEncoder summary(summary_mean, summary_std, false);
+  ScheduleEmbedder summary_embedder(manifest.layout);
+  Head summary_head;
+  const Fitted summary_fit =
+      Fit("summary", summary, summary_embedder, summary_head, train, selection, validation, o, {});
+  SummaryEncoder tiles(tiles_mean, tiles_std, true);
+  ScheduleEmbedder tiles_embedder(manifest.layout);
+  Head tiles_head;
+  const Fitted tiles_fit =
+      Fit("summary+tiles", tiles, tiles_embedder, tiles_head, train, selection, validation, o, {});
+  auto comparison_metrics = [&](nlohmann::json& metrics) {
+    metrics["kernel"] = o.kernel;
+    metrics["summary_features"] = summary_fit.best.ToJson();
+    metrics["summary_features"]["best_epoch"] = summary_fit.best_epoch;
+    metrics["summary_tile_features"] = tiles_fit.best.ToJson();
+    metrics["summary_tile_features"]["best_epoch"] = tiles_fit.best_epoch;
+    metrics["validation_patterns"] = set.validation.size();
+    metrics["training_patterns"] = set.train.size();
+  };
+  if (o.comparison_only) {
+    nlohmann::json metrics;
+    comparison_metrics(metrics);
+    metrics["epochs"] = {{"summary_features", summary_fit.epochs},
+                         {"summary_tile_features", tiles_fit.epochs}};
+    metrics["training_seconds"] = {{"summary_features", summary_fit.seconds},
+                                   {"summary_tile_features", tiles_fit.seconds},
+                                   {"total", SecondsSince(start)}};
+    std::ofstream(dir / kModelMetrics) << metrics.dump(2) << "\n";
+    return metrics;
+  }
 
   WacoNetEncoder encoder(WacoNet(SideInputCount(o.side_inputs)), manifest.side_mean,
                          manifest.side_std);
@@ -307,15 +347,9 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
         torch::save(embedder, (dir / kModelEmbedder).string());
         SaveHead(head, (dir / kModelHead).string());
       });
-
   if (o.log)
     o.log("train " + o.kernel + ": WACONet's convolution maps of " +
           std::to_string(encoder.cached_bytes() >> 20) + " MiB kept between epochs");
-  SummaryEncoder summary(summary_mean, summary_std);
-  ScheduleEmbedder summary_embedder(manifest.layout);
-  Head summary_head;
-  const Fitted summary_fit =
-      Fit("summary", summary, summary_embedder, summary_head, train, selection, validation, o, {});
 
   // The schedule set the search indexes: every distinct point of the training data.
   std::vector<SuperSchedule> set_points;
@@ -338,19 +372,18 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   std::ofstream(dir / kModelManifest) << model.dump(2) << "\n";
 
   nlohmann::json metrics;
-  metrics["kernel"] = o.kernel;
+  comparison_metrics(metrics);
   metrics["validation"] = waconet.best.ToJson();
   metrics["validation"]["best_epoch"] = waconet.best_epoch;
-  metrics["summary_features"] = summary_fit.best.ToJson();
-  metrics["summary_features"]["best_epoch"] = summary_fit.best_epoch;
-  metrics["epochs"] = {{"waconet", waconet.epochs}, {"summary_features", summary_fit.epochs}};
+  metrics["epochs"] = {{"waconet", waconet.epochs},
+                       {"summary_features", summary_fit.epochs},
+                       {"summary_tile_features", tiles_fit.epochs}};
   metrics["training_seconds"] = {{"waconet", waconet.seconds},
                                  {"summary_features", summary_fit.seconds},
+                                 {"summary_tile_features", tiles_fit.seconds},
                                  {"total", SecondsSince(start)}};
   metrics["schedule_set"] = set_points.size();
-  metrics["training_patterns"] = set.train.size();
   metrics["selection_patterns"] = set.selection.size();
-  metrics["validation_patterns"] = set.validation.size();
   metrics["validation_names"] = nlohmann::json::array();
   for (const auto& m : set.validation) metrics["validation_names"].push_back(m.name);
   std::ofstream(dir / kModelMetrics) << metrics.dump(2) << "\n";
