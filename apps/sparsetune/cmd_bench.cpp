@@ -169,6 +169,11 @@ void RunBench(const BenchOptions& o) {
     input.prefix_nnz = ComputePatternStats(tensor).prefix_nnz;
     add_schedule("scorch", ScorchSchedule(k.expression, input).schedule);
   }
+  for (const auto& c : GroupCooCandidates(k.name, k.expression, sizes, tensor.nnz())) {
+    const auto& grouped = c.schedule.groups;
+    std::string name = c.schedule.splits.count("i") ? "blockgroupcoo_" : "groupcoo_";
+    add_schedule(name + std::to_string(grouped.empty() ? 1 : grouped.begin()->second), c.schedule);
+  }
   {
     QueryRequest q;
     q.fingerprint = PatternFingerprint(tensor);

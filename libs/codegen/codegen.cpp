@@ -573,8 +573,14 @@ class Emitter {
       HoistInvariantFactors(n);
     }
     const NestNode& child = *n.children[0];
-    if (!n.parallel && n.unroll > 1 && compressed) {
-      EmitUnrolledReduction(n, hi);
+    const bool register_sum = child.kind == NestNode::Kind::kCompute && child.accumulator >= 0;
+    if (!n.parallel && n.group > 1 && n.loop_kind == LoopKind::kLevelC && register_sum) {
+      // A grouped level's segments are whole groups: one partial sum per slot, no remainder.
+      EmitUnrolledReduction(n, hi, n.group, /*remainder=*/false);
+    } else if (!n.parallel && n.group > 1 && n.loop_kind == LoopKind::kLevelC) {
+      EmitGroupedLoop(n, hi);
+    } else if (!n.parallel && n.unroll > 1 && compressed) {
+      EmitUnrolledReduction(n, hi, n.unroll, /*remainder=*/true);
     } else {
       if (!n.parallel && n.simd) {
         Line(child.accumulator >= 0
@@ -676,22 +682,44 @@ class Emitter {
     }
   }
 
-  // A reduction over a compressed loop into a register, with n.unroll independent partial
-  // sums: consecutive nonzeros no longer wait on one chain of dependent additions.
-  void EmitUnrolledReduction(const NestNode& n, const std::string& hi) {
+  // A grouped level's loop: whole groups of n.group positions, each a loop of fixed length the
+  // compiler unrolls (Insum's fixed trip counts).
+  void EmitGroupedLoop(const NestNode& n, const std::string& hi) {
+    const std::string L = std::to_string(n.level);
+    const std::string G = std::to_string(n.group);
+    const std::string block = "pg" + L;
+    Line("for (int64_t " + block + " = lo_" + VarName(n.var) + "; " + block + " < " + hi + "; " +
+         block + " += " + G + ") {");
+    ++depth_;
+    Line("#pragma GCC unroll " + G);
+    Line("for (int64_t p" + L + " = " + block + "; p" + L + " < " + block + " + " + G + "; ++p" +
+         L + ") {");
+    ++depth_;
+    EmitIterationPrologue(n);
+    EmitNode(*n.children[0]);
+    --depth_;
+    Line("}");
+    --depth_;
+    Line("}");
+  }
+
+  // A reduction over a compressed loop into a register, with `ways` independent partial sums:
+  // consecutive nonzeros no longer wait on one chain of dependent additions. Without a
+  // remainder the segment is known to be a multiple of `ways` long (a grouped level).
+  void EmitUnrolledReduction(const NestNode& n, const std::string& hi, int ways, bool remainder) {
     const NestNode& child = *n.children[0];
     const std::string L = std::to_string(n.level);
     const std::string acc = "acc" + std::to_string(child.accumulator);
     const std::string block = "pb" + L;
     std::string partials;
-    for (int u = 1; u < n.unroll; ++u)
+    for (int u = 1; u < ways; ++u)
       partials += (u > 1 ? ", " : "") + acc + "_" + std::to_string(u) + " = 0";
     Line("value_t " + partials + ";");
     Line("int64_t " + block + " = lo_" + VarName(n.var) + ";");
-    Line("for (; " + block + " + " + std::to_string(n.unroll) + " <= " + hi + "; " + block +
-         " += " + std::to_string(n.unroll) + ") {");
+    Line("for (; " + block + " + " + std::to_string(ways) + " <= " + hi + "; " + block +
+         " += " + std::to_string(ways) + ") {");
     ++depth_;
-    for (int u = 0; u < n.unroll; ++u) {
+    for (int u = 0; u < ways; ++u) {
       Line("{");
       ++depth_;
       Line("const int64_t p" + L + " = " + block + " + " + std::to_string(u) + ";");
@@ -704,15 +732,17 @@ class Emitter {
     }
     --depth_;
     Line("}");
-    Line("for (int64_t p" + L + " = " + block + "; p" + L + " < " + hi + "; ++p" + L + ") {");
-    ++depth_;
-    EmitIterationPrologue(n);
-    EmitNode(child);
-    --depth_;
-    Line("}");
+    if (remainder) {
+      Line("for (int64_t p" + L + " = " + block + "; p" + L + " < " + hi + "; ++p" + L + ") {");
+      ++depth_;
+      EmitIterationPrologue(n);
+      EmitNode(child);
+      --depth_;
+      Line("}");
+    }
     // Pairwise, so the partial sums combine in a balanced tree.
     std::vector<std::string> sums;
-    for (int u = 1; u < n.unroll; ++u) sums.push_back(acc + "_" + std::to_string(u));
+    for (int u = 1; u < ways; ++u) sums.push_back(acc + "_" + std::to_string(u));
     while (sums.size() > 1) {
       std::vector<std::string> next;
       for (size_t k = 0; k + 1 < sums.size(); k += 2)

@@ -59,6 +59,7 @@ struct NestNode {
   bool balanced = false;  // parallel loops: one range per thread, balanced by nonzeros
   bool simd = false;      // innermost loop: #pragma omp simd
   int unroll = 1;         // compressed reduction loops: independent partial sums
+  int group = 1;          // grouped compressed levels: segments are multiples of this
   // Register tiling: this reduction loop accumulates the output slice that `tile_loop` (a
   // split-inner dense loop under it, over the output's last index) ranges over in registers,
   // and adds it to the output once after the loop instead of on every iteration.

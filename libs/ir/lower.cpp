@@ -126,7 +126,9 @@ class Lowerer {
       }
       if (Contains(seen, name)) Fail("the format lists " + name + " twice");
       seen.push_back(name);
-      f.levels.push_back({int(mode - sparse.indices.begin()), v.part, kind});
+      auto group = s_.groups.find(name);
+      f.levels.push_back({int(mode - sparse.indices.begin()), v.part, kind,
+                          group == s_.groups.end() ? 1 : group->second});
       nest_->level_vars.push_back(v);
     }
     for (const auto& name : expected) {
@@ -134,6 +136,9 @@ class Lowerer {
         Fail("the format of " + sparse.name + " has no level for " + name + " (it needs one per " +
              "variable: " + Join(expected) + ")");
       }
+    }
+    for (const auto& [name, group] : s_.groups) {
+      if (!Contains(seen, name)) Fail("the format groups " + name + ", which it does not list");
     }
     nest_->storage = f;
   }
@@ -421,6 +426,13 @@ class Lowerer {
       l->loop_kind = kind == LevelKind::kDense    ? LoopKind::kLevelU
                      : kind == LevelKind::kSliced ? LoopKind::kLevelS
                                                   : LoopKind::kLevelC;
+      l->group = nest_->storage.levels[level].group;
+      if (l->group > 1 && s_.parallel == l->var.name)
+        Fail("grouped level " + l->var.name + " cannot be the parallel loop");
+      if (l->group > 1 && s_.unroll > 1)
+        Fail("grouped level " + l->var.name + " already walks fixed groups; drop \"unroll\"");
+      if (l->group > 1 && e_.sparse_output_prefix > 0)
+        Fail("grouped level " + l->var.name + ": its padding has no place in a sparse output");
     }
   }
 
@@ -779,6 +791,7 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
              (n.parallel ? (n.balanced ? ", parallel balanced" : ", parallel") : "") +
              (n.simd ? ", simd" : "") +
              (n.unroll > 1 ? ", " + std::to_string(n.unroll) + " partial sums" : "") +
+             (n.group > 1 ? ", groups of " + std::to_string(n.group) : "") +
              (n.tile_loop ? ", " + n.tile_loop->var.name + " slice in registers" : "") + "]\n";
       if (n.zero_prefix > 0)
         out += pad + "  zero the " + nest.expression.tensors[0].name + " slice\n";

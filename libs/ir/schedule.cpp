@@ -1,6 +1,7 @@
 #include "ir/schedule.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 
 #include "base/errors.hpp"
@@ -26,6 +27,7 @@ Schedule& Schedule::operator=(const Schedule& other) {
   root.producer = other.root.producer ? other.root.producer->Clone() : nullptr;
   root.consumer = other.root.consumer ? other.root.consumer->Clone() : nullptr;
   format = other.format;
+  groups = other.groups;
   parallel = other.parallel;
   chunk = other.chunk;
   threads = other.threads;
@@ -154,6 +156,13 @@ void Schedule::Canonicalize() {
     if (!drop) levels.emplace_back(name, kind);
   }
   format = levels;
+  std::map<std::string, int> renamed_groups;
+  for (const auto& [v, group] : groups) {
+    bool drop = false;
+    std::string name = map_var(v, &drop);
+    if (!drop) renamed_groups[name] = group;
+  }
+  groups = renamed_groups;
   if (!parallel.empty()) {
     bool drop = false;
     std::string name = map_var(parallel, &drop);
@@ -168,7 +177,10 @@ nlohmann::json Schedule::ToJson() const {
   j["tree"] = NodeToJson(root);
   j["format"] = nlohmann::json::array();
   for (const auto& [var, kind] : format) {
-    j["format"].push_back(var + ":" + LevelKindLetter(kind));
+    auto group = groups.find(var);
+    j["format"].push_back(group != groups.end() && group->second > 1
+                              ? var + ":G" + std::to_string(group->second)
+                              : var + ":" + LevelKindLetter(kind));
   }
   if (parallel.empty()) {
     j["parallel"] = nullptr;
@@ -236,7 +248,21 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
     const size_t colon = text.rfind(':');
     if (colon == std::string::npos || colon == 0)
       fail("format level \"" + text + "\" is not VAR:U or VAR:C");
-    s.format.emplace_back(text.substr(0, colon), ParseLevelKind(text.substr(colon + 1), what));
+    const std::string var = text.substr(0, colon), kind = text.substr(colon + 1);
+    if (kind.size() > 1 && (kind[0] == 'G' || kind[0] == 'g')) {
+      int group = 0;
+      for (size_t c = 1; c < kind.size() && group <= kMaxGroup; ++c) {
+        if (!std::isdigit(static_cast<unsigned char>(kind[c]))) group = kMaxGroup + 1;
+        group = group * 10 + (kind[c] - '0');
+      }
+      if (group < 2 || group > kMaxGroup)
+        fail("format level \"" + text + "\": a grouped level is G2 to G" +
+             std::to_string(kMaxGroup));
+      s.format.emplace_back(var, LevelKind::kCompressed);
+      s.groups[var] = group;
+      continue;
+    }
+    s.format.emplace_back(var, ParseLevelKind(kind, what));
   }
   if (j.contains("parallel") && !j["parallel"].is_null()) {
     const auto& p = j["parallel"];
@@ -316,7 +342,11 @@ std::string Schedule::Summary() const {
   };
   walk(root);
   out += " |";
-  for (const auto& [var, kind] : format) out += " " + var + ":" + LevelKindLetter(kind);
+  for (const auto& [var, kind] : format) {
+    auto group = groups.find(var);
+    out += " " + var + ":" +
+           (group != groups.end() ? "G" + std::to_string(group->second) : LevelKindLetter(kind));
+  }
   for (const auto& [index, size] : splits) out += " " + index + "/" + std::to_string(size);
   out += parallel.empty() ? " | serial"
          : partition == Partition::kBalanced

@@ -39,6 +39,8 @@ struct Schedule {
   std::map<std::string, int64_t> splits;
   ScheduleNode root;
   std::vector<std::pair<std::string, LevelKind>> format;
+  // Grouped compressed levels (LevelSpec::group), by level variable: "k:G4" in the format.
+  std::map<std::string, int> groups;
   std::string parallel;  // loop variable; empty means serial
   int64_t chunk = 1;
   int threads = 0;

@@ -64,6 +64,12 @@ std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
     (l.part == SplitPart::kWhole ? whole : l.part == SplitPart::kOuter ? outer : inner)[l.mode]++;
   }
   for (size_t l = 0; l < levels.size(); ++l) {
+    if (levels[l].group != 1 && (levels[l].kind != LevelKind::kCompressed || levels[l].group < 1 ||
+                                 levels[l].group > kMaxGroup))
+      return "level " + std::to_string(l) + ": only compressed levels are grouped, by 2 to " +
+             std::to_string(kMaxGroup);
+  }
+  for (size_t l = 0; l < levels.size(); ++l) {
     if (levels[l].kind != LevelKind::kSliced) continue;
     const bool lanes = l + 1 < levels.size() && levels[l + 1].kind == LevelKind::kDense &&
                        levels[l + 1].part == SplitPart::kInner &&
@@ -96,7 +102,8 @@ std::string StorageFormat::Describe(const std::vector<std::string>& names) const
     out += l.mode < static_cast<int>(names.size()) ? names[l.mode] : "m" + std::to_string(l.mode);
     if (l.part == SplitPart::kOuter) out += '1';
     if (l.part == SplitPart::kInner) out += '0';
-    out += std::string(":") + LevelKindLetter(l.kind);
+    out +=
+        l.group > 1 ? ":G" + std::to_string(l.group) : std::string(":") + LevelKindLetter(l.kind);
   }
   return out;
 }

@@ -22,10 +22,18 @@ struct LevelSpec {
   int mode = 0;
   SplitPart part = SplitPart::kWhole;
   LevelKind kind = LevelKind::kDense;
+  // Compressed levels only: every segment is padded (with explicit zeros at its last
+  // coordinate) to a multiple of `group` entries, so kernels walk it in groups of fixed length.
+  // Under a U row level this is Insum's GroupCOO(G) with a row pointer instead of a row
+  // coordinate per group; over blocks (i1 U, k1 C, i0 U, k0 U) it is BlockGroupCOO. Written
+  // "k:G4".
+  int group = 1;
   bool operator==(const LevelSpec& o) const {
-    return mode == o.mode && part == o.part && kind == o.kind;
+    return mode == o.mode && part == o.part && kind == o.kind && group == o.group;
   }
 };
+
+constexpr int kMaxGroup = 64;
 
 // How a sparse tensor is stored: a split size per mode (1 = unsplit) and a hierarchy of levels
 // over the split modes, outer to inner. CSR is {i:U, k:C}; BCSR {i1:U, k1:C, i0:U, k0:U}.

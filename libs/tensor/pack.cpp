@@ -424,11 +424,40 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
           next[r] = static_cast<int32_t>(q);
         }
       }
-      const int64_t total = starts[threads];
+      int64_t total = starts[threads];
       const int64_t last_parent = n > 0 ? position[n - 1] : -1;
       for (int64_t p = last_parent + 1; p <= parent_positions; ++p)
         level.pos[p] = static_cast<int32_t>(total);
-      position.swap(next);
+      position.swap(next);  // next: each entry's parent position
+      if (const int group = f.levels[l].group; group > 1) {
+        // Every segment padded to whole groups, repeating its last coordinate (zero values).
+        BulkVector<int32_t> padded(parent_positions + 1);
+        padded[0] = 0;
+        for (int64_t p = 0; p < parent_positions; ++p) {
+          const int64_t length = level.pos[p + 1] - level.pos[p];
+          padded[p + 1] = static_cast<int32_t>(
+              std::min<int64_t>(padded[p] + (length + group - 1) / group * group, kMaxPositions));
+        }
+        const int64_t padded_total = padded[parent_positions];
+        if (double(padded_total) > cap || padded_total >= kMaxPositions) {
+          outcome.refusal = "grouped level " + std::to_string(l) + " would pad to " +
+                            std::to_string(padded_total) + " positions, over the padding cap";
+          return outcome;
+        }
+        BulkVector<int32_t> grouped(padded_total);
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions))
+        for (int64_t p = 0; p < parent_positions; ++p) {
+          const int64_t from = level.pos[p], length = level.pos[p + 1] - from;
+          for (int64_t q = 0; q < padded[p + 1] - padded[p]; ++q)
+            grouped[padded[p] + q] = crd[from + std::min(q, length - 1)];
+        }
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t r = 0; r < n; ++r)
+          position[r] = static_cast<int32_t>(padded[next[r]] + (position[r] - level.pos[next[r]]));
+        level.pos.swap(padded);
+        crd.swap(grouped);
+        total = padded_total;
+      }
       level.positions = total;
       StoreCoordinates(level, crd, 1, options.narrow_coordinates);
     }

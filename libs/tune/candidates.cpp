@@ -1,6 +1,7 @@
 #include "tune/candidates.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ir/loop_nest.hpp"
 #include "sparseauto/sparseauto.hpp"
@@ -97,6 +98,61 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
     Schedule s = Parse(json);
     if (!Lower(expression, s).nest) continue;
     AddDistinct(out, {std::move(s), "", "heuristic"});
+  }
+  return out;
+}
+
+std::vector<TuneCandidate> GroupCooCandidates(const std::string& kernel,
+                                              const Expression& expression,
+                                              const std::map<std::string, int64_t>& sizes,
+                                              int64_t nnz) {
+  if (kernel != "spmv" && kernel != "spmm") return {};
+  const double rows = static_cast<double>(std::max<int64_t>(sizes.at("i"), 1));
+  // Insum's G*: one row coordinate per group and one column per slot cost (G + 1)(nnz/G + M).
+  auto power_of_two = [](double x) {
+    int64_t g = 1;
+    while (g < kMaxGroup && static_cast<double>(g) * std::sqrt(2.0) < x) g *= 2;
+    return g;
+  };
+  const int64_t best = power_of_two(std::sqrt(static_cast<double>(nnz) / rows));
+  std::vector<std::pair<std::string, int64_t>> levels;  // grouped level, G
+  for (int64_t g : {best / 2, best, best * 2}) {
+    if (g >= 2 && g <= kMaxGroup) levels.push_back({"k", g});
+  }
+  // Blocks of 4 x 4: about nnz / (4 rows) blocks per block row when the blocks are full.
+  const int64_t block_group = power_of_two(std::sqrt(static_cast<double>(nnz) / (4 * rows)));
+  std::vector<nlohmann::json> schedules;
+  auto parallel = Balanced("i");
+  for (const auto& [var, g] : levels) {
+    nlohmann::json s = {{"loop_order", {"i", "k"}},
+                        {"format", {"i:U", "k:G" + std::to_string(g)}},
+                        {"parallel", parallel},
+                        {"narrow_coordinates", true}};
+    if (kernel == "spmm") {
+      const int64_t j = SplitUpTo(sizes.at("j"), 64);
+      if (j >= 4) {
+        s["splits"] = {{"j", j}};
+        s["loop_order"] = {"i", "j1", "k", "j0"};
+      } else {
+        s["loop_order"] = {"i", "k", "j"};
+      }
+    }
+    schedules.push_back(s);
+  }
+  if (block_group >= 2 && sizes.at("i") >= 8 && sizes.at("k") >= 8) {
+    nlohmann::json s = {{"splits", {{"i", 4}, {"k", 4}}},
+                        {"loop_order", {"i1", "k1", "i0", "k0"}},
+                        {"format", {"i1:U", "k1:G" + std::to_string(block_group), "i0:U", "k0:U"}},
+                        {"parallel", Balanced("i1")},
+                        {"narrow_coordinates", true}};
+    if (kernel == "spmm") s["loop_order"] = {"i1", "k1", "i0", "k0", "j"};
+    schedules.push_back(s);
+  }
+  std::vector<TuneCandidate> out;
+  for (const auto& json : schedules) {
+    Schedule s = Parse(json);
+    if (!Lower(expression, s).nest) continue;
+    AddDistinct(out, {std::move(s), "", "groupcoo"});
   }
   return out;
 }

@@ -25,6 +25,15 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
                                                const Expression& expression,
                                                const std::map<std::string, int64_t>& sizes);
 
+// Insum's fixed-length formats for spmv and spmm: GroupCOO(G) (each row's nonzeros in groups of
+// G, the last padded) with G at sqrt(nnz / rows) rounded to a power of two and its two
+// power-of-two neighbours, and one BlockGroupCOO (4 x 4 blocks grouped along block rows).
+// Empty for other kernels.
+std::vector<TuneCandidate> GroupCooCandidates(const std::string& kernel,
+                                              const Expression& expression,
+                                              const std::map<std::string, int64_t>& sizes,
+                                              int64_t nnz);
+
 // SparseAuto's survivors for a fused kernel or an expression (best first; at most `limit`).
 std::vector<TuneCandidate> SparseAutoCandidates(const Expression& expression,
                                                 const std::vector<int64_t>& dims,

@@ -118,11 +118,12 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
   if (at == std::string::npos) throw InternalError("generated kernel has no entry point");
   kernel_source.replace(at, entry.size(), "static int " + name + "_kernel(");
 
-  std::vector<int> modes, parts, kinds, bits, relative;
+  std::vector<int> modes, parts, kinds, groups, bits, relative;
   for (size_t l = 0; l < format.levels.size(); ++l) {
     modes.push_back(format.levels[l].mode);
     parts.push_back(static_cast<int>(format.levels[l].part));
     kinds.push_back(static_cast<int>(format.levels[l].kind));
+    groups.push_back(format.levels[l].group);
     bits.push_back(encodings[l].bits);
     relative.push_back(encodings[l].relative ? 1 : 0);
   }
@@ -143,6 +144,7 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
     << "static const int st_fmt_mode[] = {" << List(modes) << "};\n"
     << "static const int st_fmt_part[] = {" << List(parts) << "};\n"
     << "static const int st_fmt_kind[] = {" << List(kinds) << "};\n"
+    << "static const int st_fmt_group[] = {" << List(groups) << "};  // 1: not grouped\n"
     << "static const int st_fmt_bits[] = {" << List(bits) << "};\n"
     << "static const int st_fmt_relative[] = {" << List(relative) << "};\n"
     << "static const int64_t st_fmt_split[] = {" << List(split_per_mode) << "};\n"

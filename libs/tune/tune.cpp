@@ -196,6 +196,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     AddDistinct(candidates, {ScorchSchedule(e, input).schedule, "", "scorch"});
     report.sources_used.push_back("scorch");
   }
+  auto grouped = GroupCooCandidates(kernel, e, sizes, tensor.nnz());
+  if (!grouped.empty()) report.sources_used.push_back("groupcoo");
+  for (auto& c : grouped) AddDistinct(candidates, std::move(c));
   bool model_used = false;
   if (!model_dir.empty()) {
     stage("searching");
