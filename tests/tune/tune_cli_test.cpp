@@ -61,6 +61,11 @@ TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
   const auto by_print =
       RunCli({"query", "--fingerprint", report["fingerprint"], "--kernel", "spmv", "--db", db});
   EXPECT_EQ(by_print.exit_code, 0) << by_print.err;
+  // A miss with the heuristic fallback uses the statistics stored with the pattern.
+  const auto fallback = RunCli({"query", "--fingerprint", report["fingerprint"], "--kernel", "spmm",
+                                "--db", db, "--fallback", "heuristic", "--json"});
+  ASSERT_EQ(fallback.exit_code, 0) << fallback.err;
+  EXPECT_EQ(nlohmann::json::parse(fallback.out)["fallback_basis"], "the stored pattern statistics");
   // Another kernel, another pattern: misses, exit code 1.
   EXPECT_EQ(RunCli({"query", kExample, "--kernel", "spmm", "--db", db}).exit_code, 1);
   const std::string other = dir.File("other.mtx",
