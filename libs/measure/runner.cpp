@@ -52,7 +52,7 @@ std::string FormatKey(const StorageFormat& f) {
   for (int64_t s : f.split) key += std::to_string(s) + ",";
   for (const auto& l : f.levels) {
     key += std::to_string(l.mode) + ":" + std::to_string(int(l.part)) + ":" +
-           std::to_string(int(l.kind)) + ";";
+           std::to_string(int(l.kind)) + ":" + std::to_string(l.group) + ";";
   }
   return key;
 }

@@ -125,7 +125,7 @@ std::vector<TuneCandidate> GroupCooCandidates(const std::string& kernel,
   auto parallel = Balanced("i");
   for (const auto& [var, g] : levels) {
     nlohmann::json s = {{"loop_order", {"i", "k"}},
-                        {"format", {"i:U", "k:G" + std::to_string(g)}},
+                        {"format", nlohmann::json::array({"i:U", "k:G" + std::to_string(g)})},
                         {"parallel", parallel},
                         {"narrow_coordinates", true}};
     if (kernel == "spmm") {
@@ -140,11 +140,13 @@ std::vector<TuneCandidate> GroupCooCandidates(const std::string& kernel,
     schedules.push_back(s);
   }
   if (block_group >= 2 && sizes.at("i") >= 8 && sizes.at("k") >= 8) {
-    nlohmann::json s = {{"splits", {{"i", 4}, {"k", 4}}},
-                        {"loop_order", {"i1", "k1", "i0", "k0"}},
-                        {"format", {"i1:U", "k1:G" + std::to_string(block_group), "i0:U", "k0:U"}},
-                        {"parallel", Balanced("i1")},
-                        {"narrow_coordinates", true}};
+    nlohmann::json s = {
+        {"splits", {{"i", 4}, {"k", 4}}},
+        {"loop_order", {"i1", "k1", "i0", "k0"}},
+        {"format",
+         nlohmann::json::array({"i1:U", "k1:G" + std::to_string(block_group), "i0:U", "k0:U"})},
+        {"parallel", Balanced("i1")},
+        {"narrow_coordinates", true}};
     if (kernel == "spmm") s["loop_order"] = {"i1", "k1", "i0", "k0", "j"};
     schedules.push_back(s);
   }

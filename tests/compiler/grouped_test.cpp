@@ -108,5 +108,23 @@ TEST(Grouped, SpmvSpmmAndBlockGroupsComputeTheReference) {
   }
 }
 
+TEST(Grouped, OneRunnerPacksEachGroupSizeOnItsOwn) {
+  // Packings are kept between runs: one of G = 2 must not serve G = 8.
+  const Expression e = KernelExpression("spmv");
+  const CooTensor tensor = testing::RandomSparse({301, 77}, 2500, 3);
+  Jit jit;
+  KernelRunner runner(e, tensor, ResolveIndexSizes(e, tensor.dims, {}), DType::kF32, jit);
+  RunOptions options;
+  options.time = false;
+  for (int g : {2, 4, 8}) {
+    const RunResult r =
+        runner.Run(Parse({{"loop_order", {"i", "k"}},
+                          {"format", nlohmann::json::array({"i:U", "k:G" + std::to_string(g)})}}),
+                   options);
+    ASSERT_TRUE(r.ok()) << g << ": " << r.message;
+    EXPECT_TRUE(r.verified) << g;
+  }
+}
+
 }  // namespace
 }  // namespace sparsetune
