@@ -9,8 +9,11 @@
 # patterns of datasets/corpus/validation.txt).
 #
 # Usage: scripts/train_models.sh [options] [KERNEL...]   (default: spmv spmm sddmm mttkrp)
-#   --epochs N     passes over the training patterns (default 20)
-#   --seed S       initialization and batch order (default 1)
+#   --epochs N     passes over the training patterns (default: what the shipped model's
+#                  model.json records, else 20)
+#   --seed S       initialization and batch order (default: as recorded, else 1)
+# WACONet's side inputs are also those model.json records, so a rerun reproduces the shipped
+# model's settings.
 #   --out DIR      where the model folders go (default models/ in the checkout)
 #   --cache DIR    generated corpus files and working databases (default $SPARSETUNE_CORPUS_CACHE,
 #                  else $XDG_CACHE_HOME/sparsetune/corpus)
@@ -21,8 +24,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-epochs=20
-seed=1
+epochs=
+seed=
 out=$root/models
 cache=${SPARSETUNE_CORPUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sparsetune/corpus}
 shared=${SPARSETUNE_SHARED_DATASETS:-$root/../shared/datasets}
@@ -40,7 +43,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#kernels[@]} -eq 0 ] && kernels=(spmv spmm sddmm mttkrp)
-for n in "$epochs" "$seed"; do
+for n in ${epochs:-20} ${seed:-1}; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "train_models.sh: '$n' is not a count" >&2; exit 2; }
 done
 [ -d "$shared" ] || { echo "train_models.sh: no shared datasets at $shared" >&2; exit 2; }
@@ -62,9 +65,25 @@ for kernel in "${kernels[@]}"; do
   db=$cache/train-$kernel.db
   rm -f "$db" "$db-wal" "$db-shm"
   "${bin[@]}" db import --db "$db" "$measurements"
-  echo "== $kernel: training ($epochs epochs, seed $seed) into $out/$kernel" >&2
+  # The settings the shipped model records, unless given.
+  recorded() {
+    python3 -c 'import json, sys
+try:
+    m = json.load(open(sys.argv[1]))
+    # Models written before side inputs were recorded fed WACONet the shape.
+    v = {"epochs": m["trained"]["epochs"], "seed": m["trained"]["seed"],
+         "side": m.get("side_inputs", "shape")}[sys.argv[2]]
+except Exception:
+    v = sys.argv[3]
+print(v)' "$root/models/$kernel/model.json" "$1" "$2"
+  }
+  kernel_epochs=${epochs:-$(recorded epochs 20)}
+  kernel_seed=${seed:-$(recorded seed 1)}
+  side_inputs=$(recorded side summary)
+  echo "== $kernel: training ($kernel_epochs epochs, seed $kernel_seed, side inputs" \
+    "$side_inputs) into $out/$kernel" >&2
   start=$SECONDS
-  "${bin[@]}" train --kernel "$kernel" --db "$db" --out "$out/$kernel" --epochs "$epochs" \
-    --seed "$seed" > /dev/null
+  "${bin[@]}" train --kernel "$kernel" --db "$db" --out "$out/$kernel" --epochs "$kernel_epochs" \
+    --seed "$kernel_seed" --side-inputs "$side_inputs" > /dev/null
   echo "== $kernel: trained in $((SECONDS - start)) s; metrics in $out/$kernel/metrics.json" >&2
 done
