@@ -99,7 +99,8 @@ fi
 # Geomeans per kernel of two sparsetune rows: the tuned winner (what `tune` chose and a user
 # gets) and the best sparsetune kernel timed here (the winner, FixedCSR and the heuristic
 # schedules; picking the fastest of several after timing them favours it a little), each
-# against each library, the best library and FixedCSR.
+# against each library, the best library and FixedCSR; and the best of Insum's GroupCOO sizes
+# (timed beside the libraries by `bench`) with how often it was the fastest of all.
 summary=$out/summary.txt
 awk -F, 'NR > 1 && $6 == "true" {
     key = $1 "," $2
@@ -107,6 +108,8 @@ awk -F, 'NR > 1 && $6 == "true" {
     else { lib[key "," $4] = $7; if (!(key in bestlib) || $7 < bestlib[key]) bestlib[key] = $7 }
     if ($4 == "tuned") tuned[key] = $7
     if ($4 == "fixed_csr") fixed[key] = $7
+    if ($4 ~ /^groupcoo_/ && (!(key in group) || $7 < group[key])) group[key] = $7
+    if (!(key in fastest) || $7 < fastest[key]) { fastest[key] = $7; fastest_is_group[key] = ($4 ~ /^groupcoo_/) }
     if ($5 == "sparsetune" && $2 == "spmv" && $3 >= 10000000 && (!(key in dram) || $7 < dram_ms[key])) {
       dram[key] = $8 / $10; dram_ms[key] = $7 }
     kernels[$2] = 1; libs[$4] = ($5 == "library")
@@ -131,6 +134,11 @@ awk -F, 'NR > 1 && $6 == "true" {
         if (who == 0) { row(k, label, "best library", tuned, bestlib); row(k, label, "FixedCSR", tuned, fixed) }
         else { row(k, label, "best library", best, bestlib); row(k, label, "FixedCSR", best, fixed) }
       }
+      row(k, "best GroupCOO", "best library", group, bestlib)
+      row(k, "best GroupCOO", "FixedCSR", group, fixed)
+      wins = 0; c = 0
+      for (key in group) { split(key, p, ","); if (p[2] != k) continue; ++c; wins += fastest_is_group[key] }
+      if (c) printf "%-8s GroupCOO was the fastest contender on %d of %d matrices\n", k, wins, c
     }
     s = 0; c = 0
     for (key in dram) { s += dram[key]; ++c }
