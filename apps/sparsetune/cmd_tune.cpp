@@ -88,14 +88,16 @@ void RunTune(const TuneOptions& o) {
   request.emit_dir = o.emit;
   ProgressBar bar("tune", 1, 2);
   std::string stage;
+  int64_t measured = 0;  // a later stage keeps the count of measured candidates
   TuneProgress progress;
   progress.stage = [&](const std::string& s) {
     stage = s;
-    bar.Update(0, s, true);
+    bar.Update(measured, s, true);
   };
   progress.step = [&](size_t done, size_t total) {
+    measured = static_cast<int64_t>(done);
     bar.SetTotal(static_cast<int64_t>(total));
-    bar.Update(static_cast<int64_t>(done), stage);
+    bar.Update(measured, stage);
   };
   const TuneReport report = Tune(request, progress);
   bar.Finish();

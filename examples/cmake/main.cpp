@@ -17,15 +17,8 @@
 
 namespace {
 
-// The value type the kernel was tuned with (float unless tuned with --dtype f64), read off the
-// emitted signature so this file compiles against either.
-template <class F>
-struct KernelValue;
-template <class R, class A, class V>
-struct KernelValue<R (*)(A, const V* const*, V*)> {
-  using type = V;
-};
-using Value = KernelValue<decltype(&sparsetune_spmv_compute)>::type;
+// The value type the kernel was tuned with (float unless tuned with --dtype f64).
+using Value = sparsetune_spmv_value;
 
 struct Csr {
   int64_t rows = 0, cols = 0;

@@ -65,6 +65,7 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
   }
   const std::string name = EmittedName(kernel);
   const std::string value = DTypeCName(dtype);
+  const std::string value_type = name + "_value";  // lets callers write the type once
   const TensorInfo& sparse = e.sparse_input();
   const int order = static_cast<int>(sparse.indices.size());
   int output_levels = 0;
@@ -82,18 +83,19 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
     << "   Schedule: " << schedule.CanonicalJson() << "\n"
     << "   Values are " << value << "; dense operands are row-major. */\n"
     << "#pragma once\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-    << "typedef struct " << name << "_operand " << name << "_operand;\n\n";
+    << "typedef struct " << name << "_operand " << name << "_operand;\n"
+    << "typedef " << value << " " << value_type << ";  /* the values' type */\n\n";
   for (const auto& index : e.DenseOnlyIndices())
     h << "#define " << name << "_DENSE_" << index << " " << sizes.at(index) << "\n";
   h << "\n/* Packs the sparse operand " << sparse.name << "(" << List(sparse.indices)
     << ") from coordinates (0-based, one array per mode; no duplicates) into the tuned format.\n"
     << "   NULL on failure, with the reason from " << name << "_last_error(). */\n"
     << name << "_operand* " << name << "_pack_coo(const int64_t* dims, int64_t nnz, "
-    << "const int32_t* const* coords, const " << value << "* values);\n";
+    << "const int32_t* const* coords, const " << value_type << "* values);\n";
   if (order == 2) {
     h << "/* The same from CSR: row_ptr has rows + 1 entries. */\n"
       << name << "_operand* " << name << "_pack_csr(int64_t rows, int64_t cols, "
-      << "const int64_t* row_ptr, const int32_t* col_idx, const " << value << "* values);\n";
+      << "const int64_t* row_ptr, const int32_t* col_idx, const " << value_type << "* values);\n";
   }
   std::string inputs_doc;
   for (int t : dense_inputs)
@@ -105,8 +107,8 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
             ? ", one row per distinct coordinate prefix of the entries in sorted order"
             : ", row-major")
     << ". Returns 0. */\n"
-    << "int " << name << "_compute(const " << name << "_operand* a, const " << value
-    << "* const* inputs, " << value << "* output);\n"
+    << "int " << name << "_compute(const " << name << "_operand* a, const " << value_type
+    << "* const* inputs, " << value_type << "* output);\n"
     << "int64_t " << name << "_output_size(const " << name << "_operand* a);\n"
     << "void " << name << "_free(" << name << "_operand* a);\n"
     << "const char* " << name << "_last_error(void);\n\n"
