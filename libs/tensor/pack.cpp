@@ -312,16 +312,65 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
       // coordinate: an entry's slot is the rank of its coordinate within its (parent, lane) run.
       const int64_t lanes = extents[l + 1];
       const int32_t* lane = coords[l + 1];
+      // r continues the (parent, lane) run of r - 1; entries that differ only below the lanes
+      // share their slot.
+      auto continues = [&](int64_t r) {
+        return r > 0 && position[r] == position[r - 1] && lane[entry(r)] == lane[entry(r - 1)];
+      };
+      auto shares_slot = [&](int64_t r) { return continues(r) && c[entry(r)] == c[entry(r - 1)]; };
       BulkVector<int32_t> rank(n);
       BulkVector<int32_t> slots(parent_positions + 1);
-      std::fill(slots.begin(), slots.end(), 0);
-      for (int64_t r = 0; r < n; ++r) {
-        const bool continues =
-            r > 0 && position[r] == position[r - 1] && lane[entry(r)] == lane[entry(r - 1)];
-        // Entries that differ only below the lanes share their slot.
-        rank[r] = !continues ? 0 : rank[r - 1] + (c[entry(r)] != c[entry(r - 1)]);
-        int32_t& longest = slots[position[r] + 1];
-        longest = std::max(longest, rank[r] + 1);
+      BulkVector<int32_t> smallest(parent_positions);
+      constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions))
+      for (int64_t p = 0; p <= parent_positions; ++p) {
+        slots[p] = 0;
+        if (p < parent_positions) smallest[p] = kNone;
+      }
+      // Each thread ranks its slice as if it started a run, then the runs that cross a slice
+      // boundary are continued in slice order. Per parent: the longest lane (slots) and the
+      // smallest coordinate; a thread's first and last parents may be shared, so those are
+      // merged after the others.
+      std::vector<int32_t> edge_slots(2 * threads, 0), edge_smallest(2 * threads, kNone);
+#pragma omp parallel num_threads(threads)
+      {
+        const int u = omp_get_thread_num();
+        const int64_t lo = n * u / threads, hi = n * (u + 1) / threads;
+        for (int64_t r = lo; r < hi; ++r)
+          rank[r] = r == lo || !continues(r) ? 0 : rank[r - 1] + !shares_slot(r);
+#pragma omp barrier
+#pragma omp single
+        for (int v = 1; v < threads; ++v) {
+          const int64_t first = n * v / threads, end = n * (v + 1) / threads;
+          if (first >= end || !continues(first)) continue;
+          const int32_t offset = rank[first - 1] + !shares_slot(first);
+          for (int64_t r = first; r < end && (r == first || continues(r)); ++r) rank[r] += offset;
+        }
+        if (lo < hi) {
+          const int64_t first_parent = position[lo], last_parent = position[hi - 1];
+          for (int64_t r = lo; r < hi; ++r) {
+            const int64_t parent = position[r];
+            const int32_t length = rank[r] + 1, coordinate = c[entry(r)];
+            const int edge = parent == first_parent  ? 2 * u
+                             : parent == last_parent ? 2 * u + 1
+                                                     : -1;
+            int32_t& longest = edge < 0 ? slots[parent + 1] : edge_slots[edge];
+            int32_t& least = edge < 0 ? smallest[parent] : edge_smallest[edge];
+            longest = std::max(longest, length);
+            least = std::min(least, coordinate);
+          }
+        }
+#pragma omp barrier
+#pragma omp single
+        for (int v = 0; v < threads; ++v) {
+          const int64_t first = n * v / threads, end = n * (v + 1) / threads;
+          if (first >= end) continue;
+          for (int side = 0; side < 2; ++side) {
+            const int64_t parent = position[side == 0 ? first : end - 1];
+            slots[parent + 1] = std::max(slots[parent + 1], edge_slots[2 * v + side]);
+            smallest[parent] = std::min(smallest[parent], edge_smallest[2 * v + side]);
+          }
+        }
       }
       level.pos.resize(parent_positions + 1);
       level.pos[0] = 0;
@@ -342,20 +391,22 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
       // Coordinates per lane position; padding repeats the lane's last coordinate (or, for an
       // empty lane, the smallest of the slice), so it stays inside the slice's span.
       BulkVector<int32_t> crd(lane_level.positions);
-      std::fill(crd.begin(), crd.end(), -1);
-      BulkVector<int32_t> smallest(parent_positions);
-      std::fill(smallest.begin(), smallest.end(), std::numeric_limits<int32_t>::max());
-      for (int64_t r = 0; r < n; ++r) {
-        const int64_t parent = position[r];
-        const int64_t leaf = (level.pos[parent] + rank[r]) * lanes + lane[entry(r)];
-        crd[leaf] = c[entry(r)];
-        smallest[parent] = std::min(smallest[parent], c[entry(r)]);
-        next[r] = static_cast<int32_t>(leaf);
+#pragma omp parallel num_threads(threads)
+      {
+#pragma omp for schedule(static)
+        for (int64_t q = 0; q < lane_level.positions; ++q) crd[q] = -1;
+          // One writer per slot: the first of the entries that share it.
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < n; ++r) {
+          const int64_t leaf = (level.pos[position[r]] + rank[r]) * lanes + lane[entry(r)];
+          if (!shares_slot(r)) crd[leaf] = c[entry(r)];
+          next[r] = static_cast<int32_t>(leaf);
+        }
       }
 #pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions))
       for (int64_t p = 0; p < parent_positions; ++p) {
         for (int64_t c_lane = 0; c_lane < lanes; ++c_lane) {
-          int32_t last = smallest[p] == std::numeric_limits<int32_t>::max() ? 0 : smallest[p];
+          int32_t last = smallest[p] == kNone ? 0 : smallest[p];
           for (int64_t q = level.pos[p]; q < level.pos[p + 1]; ++q) {
             int32_t& slot = crd[q * lanes + c_lane];
             if (slot < 0) {
@@ -371,9 +422,11 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
         // Levels below the lanes are built in position order: sort the entries by lane
         // position (stable, so entries sharing one keep their order below it).
         BulkVector<int32_t> by_leaf(n), scratch;
+#pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t r = 0; r < n; ++r) by_leaf[r] = static_cast<int32_t>(r);
         StableSortByKey(by_leaf, position.data(), lane_level.positions, scratch);
         BulkVector<int32_t> reordered(n);
+#pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t r = 0; r < n; ++r) {
           reordered[r] = static_cast<int32_t>(entry(by_leaf[r]));
           next[r] = position[by_leaf[r]];

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+
+#include <omp.h>
 
 #include "support/test_data.hpp"
 #include "tensor/coo.hpp"
@@ -142,6 +145,77 @@ TEST(Pack, RoundTripOverRandomFormats) {
   }
   EXPECT_EQ(packed_count, 400);
   EXPECT_GT(sliced_count, 40);
+}
+
+// Packing splits large tensors across threads: the arrays must not depend on how many. The
+// full row's lane run crosses several thread slices, and the lanes of the second format have a
+// level below them.
+TEST(Pack, LargeTensorsPackTheSameWithOneThreadOrFour) {
+  CooTensor t;
+  t.Reset({4096, 100000});
+  const CooTensor scattered = testing::RandomSparse({4096, 100000}, 200000, 17);
+  for (int64_t e = 0; e < scattered.nnz(); ++e) {
+    int32_t c[2] = {scattered.coords[0][e], scattered.coords[1][e]};
+    if (c[0] != 1234) t.Append(c, scattered.values[e]);
+  }
+  for (int32_t j = 0; j < 100000; ++j) {
+    int32_t c[2] = {1234, j};
+    t.Append(c, 1.0 + j % 7);
+  }
+  t.Canonicalize();
+  StorageFormat sell;  // i1:U k:S i0:U
+  sell.split = {8, 1};
+  sell.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
+                 {1, SplitPart::kWhole, LevelKind::kSliced},
+                 {0, SplitPart::kInner, LevelKind::kDense}};
+  StorageFormat blocked_sell;  // i1:U k1:S i0:U k0:U
+  blocked_sell.split = {8, 4};
+  blocked_sell.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
+                         {1, SplitPart::kOuter, LevelKind::kSliced},
+                         {0, SplitPart::kInner, LevelKind::kDense},
+                         {1, SplitPart::kInner, LevelKind::kDense}};
+  StorageFormat grouped = StorageFormat::Csr();
+  grouped.levels[1].group = 8;
+  const int saved_threads = omp_get_max_threads();
+  for (const StorageFormat& f : {StorageFormat::Csr(), sell, blocked_sell, grouped}) {
+    SCOPED_TRACE(f.Describe({"i", "k"}));
+    PackOptions options;
+    options.padding_cap = 1e9;
+    omp_set_num_threads(1);
+    PackOutcome one = Pack(t, f, DType::kF32, options);
+    omp_set_num_threads(4);
+    PackOutcome four = Pack(t, f, DType::kF32, options);
+    omp_set_num_threads(saved_threads);
+    ASSERT_TRUE(one.packed && four.packed);
+    ASSERT_EQ(one.packed->levels.size(), four.packed->levels.size());
+    for (size_t l = 0; l < one.packed->levels.size(); ++l) {
+      const PackedLevel &a = one.packed->levels[l], &b = four.packed->levels[l];
+      EXPECT_EQ(a.positions, b.positions) << "level " << l;
+      EXPECT_TRUE(std::equal(a.pos.begin(), a.pos.end(), b.pos.begin(), b.pos.end()));
+      EXPECT_TRUE(std::equal(a.crd_bytes.begin(), a.crd_bytes.end(), b.crd_bytes.begin(),
+                             b.crd_bytes.end()))
+          << "level " << l;
+      EXPECT_TRUE(std::equal(a.base.begin(), a.base.end(), b.base.begin(), b.base.end()));
+    }
+    EXPECT_TRUE(std::equal(one.packed->values_f32.begin(), one.packed->values_f32.end(),
+                           four.packed->values_f32.begin(), four.packed->values_f32.end()));
+    // And the four-thread packing holds exactly the tensor's entries.
+    const CooTensor back = Unpack(*four.packed);
+    int64_t nonzero = 0;
+    double sum = 0;
+    for (int64_t e = 0; e < back.nnz(); ++e) {
+      nonzero += back.values[e] != 0;
+      sum += back.values[e];
+    }
+    double expected_sum = 0;
+    int64_t expected_nonzero = 0;
+    for (double v : t.values) {
+      expected_sum += static_cast<float>(v);
+      expected_nonzero += static_cast<float>(v) != 0;
+    }
+    EXPECT_EQ(nonzero, expected_nonzero);
+    EXPECT_NEAR(sum, expected_sum, 1e-6 * t.nnz());
+  }
 }
 
 TEST(Pack, CsrArrays) {

@@ -1,0 +1,125 @@
+// Packing time of the formats tune picks, against CSR, on generated matrices.
+// Usage: pack_throughput [NNZ] [REPEATS]   (default 20M nonzeros, 5 repeats)
+// Prints, per matrix and format, the median pack time and its ratio to CSR's in the same run.
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor/generate.hpp"
+#include "tensor/pack.hpp"
+
+namespace {
+
+using sparsetune::LevelKind;
+using sparsetune::LevelSpec;
+using sparsetune::SplitPart;
+using sparsetune::StorageFormat;
+
+StorageFormat Sell(int64_t slice) {  // i1:U k:S i0:U
+  StorageFormat f;
+  f.split = {slice, 1};
+  f.levels = {LevelSpec{0, SplitPart::kOuter, LevelKind::kDense},
+              LevelSpec{1, SplitPart::kWhole, LevelKind::kSliced},
+              LevelSpec{0, SplitPart::kInner, LevelKind::kDense}};
+  return f;
+}
+
+StorageFormat GroupCoo(int group) {  // i:U k:G<group>
+  StorageFormat f = StorageFormat::Csr();
+  f.levels[1].group = group;
+  return f;
+}
+
+StorageFormat ColumnBlocked(int64_t width) {  // k1:U i:U k0:C, narrow coordinates per block
+  StorageFormat f;
+  f.split = {1, width};
+  f.levels = {LevelSpec{1, SplitPart::kOuter, LevelKind::kDense},
+              LevelSpec{0, SplitPart::kWhole, LevelKind::kDense},
+              LevelSpec{1, SplitPart::kInner, LevelKind::kCompressed}};
+  return f;
+}
+
+double MedianPackMs(const sparsetune::CooTensor& t, const StorageFormat& f, int repeats,
+                    std::string& refusal) {
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    sparsetune::PackOutcome out = sparsetune::Pack(t, f, sparsetune::DType::kF32);
+    if (!out.packed) {
+      refusal = out.refusal;
+      return 0;
+    }
+    ms.push_back(out.packed->pack_ms);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace sparsetune;
+  const int64_t nnz = argc > 1 ? ParseCount(argv[1], "NNZ") : 20000000;
+  const int repeats = argc > 2 ? static_cast<int>(ParseCount(argv[2], "REPEATS")) : 5;
+  const int64_t n = std::max<int64_t>(1000, nnz / 10);  // about 10 nonzeros per row
+
+  struct Matrix {
+    std::string name;
+    std::function<CooTensor()> make;
+  };
+  const std::vector<Matrix> matrices = {
+      {"banded",
+       [&] {
+         BandedParams p;
+         p.rows = p.cols = n;
+         p.bandwidth = 8;
+         p.fill = 0.6;
+         p.seed = 13;
+         return GenerateBanded(p);
+       }},
+      {"uniform",
+       [&] {
+         UniformParams p;
+         p.rows = p.cols = n;
+         p.nnz = nnz;
+         p.seed = 11;
+         return GenerateUniform(p);
+       }},
+      {"powerlaw",
+       [&] {
+         PowerLawParams p;
+         p.rows = p.cols = n;
+         p.nnz = nnz;
+         p.seed = 12;
+         return GeneratePowerLaw(p);
+       }},
+  };
+  const std::vector<std::pair<std::string, StorageFormat>> formats = {
+      {"csr", StorageFormat::Csr()},
+      {"sell16", Sell(16)},
+      {"sell4", Sell(4)},
+      {"groupcoo_G8", GroupCoo(8)},
+      {"column_blocked_64k", ColumnBlocked(65536)},
+  };
+  std::printf("%-10s %-20s %10s %10s %8s\n", "matrix", "format", "nnz", "pack_ms", "vs_csr");
+  for (const Matrix& m : matrices) {
+    const CooTensor t = m.make();
+    double csr_ms = 0;
+    for (const auto& [name, format] : formats) {
+      std::string refusal;
+      const double ms = MedianPackMs(t, format, repeats, refusal);
+      if (!refusal.empty()) {
+        std::printf("%-10s %-20s %10lld  refused: %s\n", m.name.c_str(), name.c_str(),
+                    static_cast<long long>(t.nnz()), refusal.c_str());
+        continue;
+      }
+      if (name == "csr") csr_ms = ms;
+      std::printf("%-10s %-20s %10lld %10.1f %7.2fx\n", m.name.c_str(), name.c_str(),
+                  static_cast<long long>(t.nnz()), ms, csr_ms > 0 ? ms / csr_ms : 0.0);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
