@@ -1,5 +1,5 @@
 // Packing time of the formats tune picks, against CSR, on generated matrices.
-// Usage: pack_throughput [NNZ] [REPEATS]   (default 20M nonzeros, 5 repeats)
+// Usage: pack_throughput [NNZ] [REPEATS] [FORMAT]   (default 20M nonzeros, 5 repeats, every format)
 // Prints, per matrix and format, the median pack time and its ratio to CSR's in the same run.
 
 #include <algorithm>
@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   using namespace sparsetune;
   const int64_t nnz = argc > 1 ? ParseCount(argv[1], "NNZ") : 20000000;
   const int repeats = argc > 2 ? static_cast<int>(ParseCount(argv[2], "REPEATS")) : 5;
+  const std::string only = argc > 3 ? argv[3] : "";
   const int64_t n = std::max<int64_t>(1000, nnz / 10);  // about 10 nonzeros per row
 
   struct Matrix {
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
     const CooTensor t = m.make();
     double csr_ms = 0;
     for (const auto& [name, format] : formats) {
+      if (!only.empty() && name != "csr" && name != only) continue;
       std::string refusal;
       const double ms = MedianPackMs(t, format, repeats, refusal);
       if (!refusal.empty()) {
