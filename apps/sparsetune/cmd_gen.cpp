@@ -266,6 +266,9 @@ void RegisterMatrixKinds(CLI::App* gen) {
                         : "7-point Laplacian on an nx x ny x nz grid (6 on the diagonal, -1 per "
                           "neighbour; point (x, y, z) is row x + nx*(y + ny*z))",
         *o);
+    // Manifests pass --seed to every kind alike; a stencil has nothing random to seed.
+    sub->get_option("--seed")->description(
+        "Accepted like every kind's, but a stencil is deterministic: it changes nothing");
     sub->add_option("--nx", o->nx, std::string("Grid points along x") + kCountHelp)
         ->type_name("COUNT")
         ->required();
