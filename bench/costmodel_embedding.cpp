@@ -2,8 +2,9 @@
 // generated patterns of about 1M nonzeros: the time a tune spends before its search, which
 // should stay under 0.5 s on a 2-core machine.
 //
-// Usage: costmodel_embedding [MODEL_DIR] [--nnz N] [--reps R]
-//   MODEL_DIR defaults to models/spmv of the source tree ($SPARSETUNE_MODELS/spmv if set).
+// Usage: costmodel_embedding [MODEL_DIR] [--kernel K] [--nnz N] [--reps R]
+//   K is spmv (default), spmm, sddmm or mttkrp; MODEL_DIR defaults to models/K of the source
+//   tree ($SPARSETUNE_MODELS/K if set). MTTKRP's model embeds third-order tensors.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,7 +36,19 @@ struct Pattern {
   sparsetune::CooTensor tensor;
 };
 
-std::vector<Pattern> Patterns(int64_t nnz) {
+std::vector<Pattern> TensorPatterns(int64_t nnz) {
+  using namespace sparsetune;
+  TensorParams params;
+  params.dims = {20000, 20000, 20000};
+  params.nnz = nnz;
+  params.pattern = true;
+  std::vector<Pattern> out;
+  out.push_back({"uniform 20k^3", GenerateTensorUniform(params)});
+  out.push_back({"power law 20k^3", GenerateTensorPowerLaw(params)});
+  return out;
+}
+
+std::vector<Pattern> MatrixPatterns(int64_t nnz) {
   using namespace sparsetune;
   std::vector<Pattern> out;
   UniformParams uniform;
@@ -67,33 +80,39 @@ std::vector<Pattern> Patterns(int64_t nnz) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_dir = sparsetune::DefaultModelsDirectory() + "/spmv";
+  std::string model_dir;
+  std::string kernel = "spmv";
   int64_t nnz = 1000000;
   int reps = 5;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
-    if (arg == "--nnz" && a + 1 < argc) {
+    if (arg == "--kernel" && a + 1 < argc) {
+      kernel = argv[++a];
+    } else if (arg == "--nnz" && a + 1 < argc) {
       nnz = std::atoll(argv[++a]);
     } else if (arg == "--reps" && a + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++a]));
     } else if (!arg.empty() && arg[0] != '-') {
       model_dir = arg;
     } else {
-      std::fprintf(stderr, "usage: costmodel_embedding [MODEL_DIR] [--nnz N] [--reps R]\n");
+      std::fprintf(stderr,
+                   "usage: costmodel_embedding [MODEL_DIR] [--kernel K] [--nnz N] [--reps R]\n");
       return 2;
     }
   }
+  if (model_dir.empty()) model_dir = sparsetune::DefaultModelsDirectory() + "/" + kernel;
   try {
     const auto load_start = Clock::now();
-    const auto manifest = sparsetune::ReadModelManifest(model_dir, "spmv");
-    auto model = sparsetune::LoadCostModel(model_dir, "spmv");
+    const auto manifest = sparsetune::ReadModelManifest(model_dir, kernel);
+    auto model = sparsetune::LoadCostModel(model_dir, kernel);
     std::printf("model %s loaded in %.2f s (grid budget: %lld sites, %lld per side)\n",
                 model_dir.c_str(), Seconds(load_start),
                 static_cast<long long>(manifest.grid.max_sites),
                 static_cast<long long>(manifest.grid.max_extent));
     std::printf("%-24s %9s %9s %11s %11s %9s\n", "pattern", "nnz", "sites", "featurize", "embed",
                 "vs 0.5 s");
-    for (const Pattern& p : Patterns(nnz)) {
+    const auto patterns = kernel == "mttkrp" ? TensorPatterns(nnz) : MatrixPatterns(nnz);
+    for (const Pattern& p : patterns) {
       std::vector<double> featurize, embed;
       int64_t sites = 0;
       model->EmbedMatrix(p.tensor);  // warm-up: allocator, thread pool

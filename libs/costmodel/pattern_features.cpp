@@ -115,7 +115,7 @@ std::vector<float> SummaryOf(const CooTensor& t, const PatternStats& s) {
 }  // namespace
 
 std::vector<float> SummaryFeatures(const CooTensor& t) {
-  return SummaryOf(t, ComputePatternStats(t));
+  return SummaryOf(t, ComputePatternStats(t, StatsDetail::kRowsAndDiagonal));
 }
 
 std::vector<float> SummaryAndTileFeatures(const CooTensor& t) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/errors.hpp"
+#include "tensor/sort.hpp"
 
 namespace sparsetune {
 
@@ -44,7 +45,8 @@ void ComputePrefixCounts(const CooTensor& t, PatternStats& s) {
   }
 }
 
-void ComputeMatrixStats(const CooTensor& t, PatternStats& s) {
+// Returns the number of diagonal entries.
+int64_t ComputeDiagonalStats(const CooTensor& t, PatternStats& s) {
   const auto& rows = t.coords[0];
   const auto& cols = t.coords[1];
   const int64_t n = t.nnz();
@@ -55,6 +57,14 @@ void ComputeMatrixStats(const CooTensor& t, PatternStats& s) {
     if (d == 0) ++diagonal;
   }
   s.diagonal_fraction = n ? double(diagonal) / double(n) : 0;
+  return diagonal;
+}
+
+// Symmetry and aligned blocks.
+void ComputeMatrixStats(const CooTensor& t, int64_t diagonal, PatternStats& s) {
+  const auto& rows = t.coords[0];
+  const auto& cols = t.coords[1];
+  const int64_t n = t.nnz();
 
   if (t.dims[0] == t.dims[1] && n > diagonal) {
     // Entries are sorted by (row, col); sort the transposed keys and merge.
@@ -63,7 +73,7 @@ void ComputeMatrixStats(const CooTensor& t, PatternStats& s) {
       keys[e] = (uint64_t(uint32_t(rows[e])) << 32) | uint32_t(cols[e]);
       transposed[e] = (uint64_t(uint32_t(cols[e])) << 32) | uint32_t(rows[e]);
     }
-    std::sort(transposed.begin(), transposed.end());
+    RadixSort(transposed, 64);
     int64_t matched = 0;
     size_t a = 0, b = 0;
     while (a < keys.size() && b < transposed.size()) {
@@ -113,7 +123,7 @@ void ComputeMatrixStats(const CooTensor& t, PatternStats& s) {
 
 }  // namespace
 
-PatternStats ComputePatternStats(const CooTensor& t) {
+PatternStats ComputePatternStats(const CooTensor& t, StatsDetail detail) {
   if (!t.IsCanonical()) throw InternalError("pattern statistics of a non-canonical tensor");
   PatternStats s;
   s.dims = t.dims;
@@ -123,8 +133,10 @@ PatternStats ComputePatternStats(const CooTensor& t) {
   s.density = dense_size > 0 ? double(s.nnz) / dense_size : 0;
   if (t.order() == 0) return s;
   ComputeRowStats(t, s);
+  const int64_t diagonal = t.order() == 2 ? ComputeDiagonalStats(t, s) : 0;
+  if (detail == StatsDetail::kRowsAndDiagonal) return s;
   ComputePrefixCounts(t, s);
-  if (t.order() == 2) ComputeMatrixStats(t, s);
+  if (t.order() == 2) ComputeMatrixStats(t, diagonal, s);
   for (int64_t tile : kTileStatsSizes) s.tiles.push_back(ComputeTileStats(t, tile));
   return s;
 }

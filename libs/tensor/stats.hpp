@@ -41,7 +41,11 @@ struct PatternStats {
 
 constexpr int kStatsBlockSizes[3] = {4, 8, 16};
 
-PatternStats ComputePatternStats(const CooTensor& tensor);
+// kRowsAndDiagonal computes only the row (slice) statistics, bandwidth and diagonal fraction: the
+// cost model's summary inputs, at a fraction of the full cost on large patterns.
+enum class StatsDetail { kFull, kRowsAndDiagonal };
+
+PatternStats ComputePatternStats(const CooTensor& tensor, StatsDetail detail = StatsDetail::kFull);
 nlohmann::json PatternStatsToJson(const PatternStats& stats);
 
 }  // namespace sparsetune

@@ -53,6 +53,8 @@ TileStats ComputeTileStats(const CooTensor& t, int64_t tile) {
   };
   std::vector<Entry> entries;
   std::vector<std::bitset<128>> sets(tile);
+  std::vector<int32_t> occupied;      // rows of the current tile, ascending
+  std::vector<int64_t> shared(tile);  // columns shared by the tile's rows r and r + shift
   const int64_t n = t.nnz();
   for (int64_t begin = 0; begin < n;) {
     const int64_t tile_row = t.coords[0][begin] / tile;
@@ -90,16 +92,25 @@ TileStats ComputeTileStats(const CooTensor& t, int64_t tile) {
               static_cast<uint64_t>(entries[a].tile_col)) %
               sample_rate ==
           0) {
-        for (auto& set : sets) set.reset();
-        for (size_t e = a; e < b; ++e) sets[entries[e].row].set(entries[e].col);
-        double held = 0;
-        for (int64_t r = 0; r < tile; ++r) held += static_cast<double>(sets[r].count());
-        for (int64_t shift = 0; shift < tile; ++shift) {
-          double shared = 0;
-          for (int64_t r = 0; r + shift < tile; ++r)
-            shared += static_cast<double>((sets[r] & sets[r + shift]).count());
-          corrs_sum[shift] += shared / held;
+        // Only pairs of occupied rows share columns, so the work is quadratic in the tile's
+        // occupied rows, not in its size (most tiles of a large sparse pattern hold one row).
+        occupied.clear();
+        for (size_t e = a; e < b; ++e) {
+          if (occupied.empty() || occupied.back() != entries[e].row) {
+            occupied.push_back(entries[e].row);
+            sets[entries[e].row].reset();
+          }
+          sets[entries[e].row].set(entries[e].col);
         }
+        double held = 0;
+        for (int32_t r : occupied) held += static_cast<double>(sets[r].count());
+        std::fill(shared.begin(), shared.end(), 0);
+        for (size_t x = 0; x < occupied.size(); ++x) {
+          for (size_t y = x; y < occupied.size(); ++y)
+            shared[occupied[y] - occupied[x]] += (sets[occupied[x]] & sets[occupied[y]]).count();
+        }
+        for (int64_t shift = 0; shift < tile; ++shift)
+          corrs_sum[shift] += static_cast<double>(shared[shift]) / held;
         ++s.sampled_tiles;
       }
       a = b;
