@@ -5,6 +5,8 @@
 #include <random>
 #include <string>
 
+#include "measure/operands.hpp"
+
 namespace sparsetune {
 
 std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<Schedule>& schedules,
@@ -33,22 +35,29 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
   verify.verify = true;
   const double limit = options.run.timing.max_ms_per_run;
   const size_t group = static_cast<size_t>(std::max(1, options.group_size));
-  const size_t total = n + (n + group - 1) / group;
+  const int64_t budget =
+      options.memory_budget_bytes > 0 ? options.memory_budget_bytes : AvailableMemoryBytes() / 2;
+  size_t groups = 0;
+  // Verifications plus groups, the groups still to come counted at full size.
+  auto total_after = [&](size_t next) { return n + groups + (n - next + group - 1) / group; };
 
   // Groups drawn in a seeded shuffle, so no schedule is always timed beside the same ones.
   // A group is prepared, verified and timed, then released: only one group's packed operands
-  // and outputs are held at a time.
+  // and outputs are held at a time. It closes early when one more kernel the size of its
+  // largest would pass the memory budget.
   std::vector<size_t> order(n);
   for (size_t s = 0; s < n; ++s) order[s] = s;
   std::mt19937_64 rng(options.seed);
   std::shuffle(order.begin(), order.end(), rng);
   PinOpenMpThreads();
-  for (size_t first = 0; first < n; first += group) {
-    const size_t last = std::min(n, first + group);
+  for (size_t next = 0; next < n;) {
     std::vector<PreparedKernel> prepared;
     std::vector<size_t> owner;  // prepared[k] measures schedules[owner[k]]
-    for (size_t k = first; k < last; ++k) {
-      const size_t s = order[k];
+    int64_t held = 0, largest = 0;
+    ++groups;
+    for (size_t members = 0; next < n && members < group; ++members) {
+      if (!prepared.empty() && held + largest > budget) break;
+      const size_t s = order[next++];
       PreparedKernel p;
       if (observer.before_verify) observer.before_verify(s);
       try {
@@ -57,7 +66,7 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
         results[s].status = RunStatus::kInvalidSchedule;
         results[s].message = e.what();
         ++done;
-        report(total);
+        report(total_after(next));
         continue;
       }
       results[s] = p.result();
@@ -66,11 +75,13 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
         results[s].message = "the verifying run took " + std::to_string(p.result().verify_run_ms) +
                              " ms, over the limit of " + std::to_string(limit) + " ms";
       } else if (p.ok()) {
+        held += p.bytes();
+        largest = std::max(largest, p.bytes());
         prepared.push_back(std::move(p));
         owner.push_back(s);
       }
       ++done;
-      report(total);
+      report(total_after(next));
     }
     if (observer.before_group && !owner.empty()) observer.before_group(owner);
     // The group's kernels alternate in shuffled rounds (TimeInterleaved).
@@ -87,7 +98,7 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
       }
     }
     ++done;
-    report(total);
+    report(total_after(next));
   }
   return results;
 }

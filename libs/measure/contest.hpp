@@ -14,6 +14,10 @@ struct ContestOptions {
   int compile_jobs = 2;
   // Contenders timed together; more keeps more packed operands and outputs in memory at once.
   int group_size = 16;
+  // A group also closes early when its packed operands and outputs would pass this many bytes
+  // (0: half the memory available when the contest starts), so large tensors are timed in
+  // smaller groups instead of exhausting memory.
+  int64_t memory_budget_bytes = 0;
   uint64_t seed = 1;  // which contenders share a group, and the order of their rounds
 };
 
@@ -21,8 +25,8 @@ struct ContestOptions {
 // and generated, the distinct kernels are compiled `compile_jobs` at a time, each is verified
 // against the reference (a verifying call slower than max_ms_per_run times out there), and the
 // verified ones are timed together with TimeInterleaved, in groups of group_size drawn in a
-// seeded shuffle. Result i belongs to schedules[i]: a verified time, or the status and the
-// reason it has none.
+// seeded shuffle (smaller when the memory budget says so). Result i belongs to schedules[i]: a
+// verified time, or the status and the reason it has none.
 //
 // The observer hears of each step: before_verify(s) before the first call of schedules[s]'s
 // kernel (a kernel that never returns hangs there), before_group(members) before a group is

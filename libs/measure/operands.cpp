@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <fstream>
+#include <string>
 
 #include "base/errors.hpp"
 #include "base/hash.hpp"
@@ -55,6 +57,17 @@ int64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? int64_t(pages) * int64_t(page) : (int64_t(1) << 34);
+}
+
+int64_t AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return PhysicalMemoryBytes() / 2;
 }
 
 std::vector<ValueBuffer> MakeDenseInputs(const Expression& e, const IndexSizes& sizes,

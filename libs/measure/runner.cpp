@@ -85,6 +85,11 @@ void PreparedKernel::Call() const {
   function_(&args_);
 }
 
+int64_t PreparedKernel::bytes() const {
+  return (packed_ ? packed_->bytes() : 0) +
+         (output_ ? output_->size() * int64_t(DTypeSize(output_->dtype())) : 0);
+}
+
 std::string KernelRunner::Source(const Schedule& input_schedule, const RunOptions& options,
                                  std::string* error) {
   Schedule schedule = input_schedule;

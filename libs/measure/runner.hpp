@@ -61,6 +61,8 @@ class PreparedKernel {
   bool ok() const { return result_.ok(); }
   // Runs the kernel once on the runner's operands. Only when ok().
   void Call() const;
+  // Bytes it holds: the packed operand (possibly shared with other kernels) and the output.
+  int64_t bytes() const;
   // What the kernel last wrote (the output tensor's values, or the sparse output's values by
   // position of the packed format).
   const ValueBuffer& output() const { return *output_; }

@@ -92,6 +92,41 @@ TEST_F(Contest, OneResultPerScheduleInInputOrder) {
   EXPECT_EQ(results[4].source_path, results[0].source_path);
 }
 
+// Operands too large to hold a full group are timed in smaller groups, not all at once.
+TEST_F(Contest, AMemoryBudgetClosesGroupsEarly) {
+  const std::vector<Schedule> schedules = Schedules();
+  ContestOptions options;
+  options.run.timing = Quick();
+  options.group_size = 16;
+  options.memory_budget_bytes = 1;  // less than any packed operand: one kernel per group
+  std::vector<size_t> group_sizes;
+  size_t last_done = 0, last_total = 0;
+  ContestObserver observer;
+  observer.before_group = [&](const std::vector<size_t>& members) {
+    group_sizes.push_back(members.size());
+  };
+  observer.after_step = [&](size_t done, size_t total) {
+    EXPECT_LE(done, total);
+    last_done = done;
+    last_total = total;
+  };
+  const std::vector<RunResult> results =
+      MeasureTogether(runner_, schedules, jit_, options, observer);
+  for (size_t s : {0, 2, 3, 4}) {
+    EXPECT_TRUE(results[s].ok()) << s << ": " << results[s].message;
+    EXPECT_EQ(results[s].time.reps, 3) << s;
+  }
+  EXPECT_EQ(group_sizes, (std::vector<size_t>{1, 1, 1, 1}));
+  EXPECT_EQ(last_done, last_total);
+
+  // With room for all of them, one group.
+  options.memory_budget_bytes = int64_t(1) << 40;
+  group_sizes.clear();
+  MeasureTogether(runner_, schedules, jit_, options, observer);
+  EXPECT_EQ(group_sizes, (std::vector<size_t>{4}));
+  EXPECT_EQ(last_done, last_total);
+}
+
 TEST_F(Contest, RunsOverTheLimitAreReportedAsTimedOut) {
   // No call of any kernel takes less than a picosecond.
   const double limit = 1e-9;
