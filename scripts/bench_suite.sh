@@ -64,17 +64,24 @@ if [ "$quick" -eq 0 ]; then
   rows=$((large_nnz / 10))
   generate() {  # name, gen arguments...
     local name=$1; shift
-    local file=$cache/$name.mtx
+    # The arguments are in the cached file's name, so a changed size is generated anew.
+    local file=$cache/$name-$(echo "$*" | md5sum | cut -c1-8).mtx
     [ -f "$file" ] || "${bin[@]}" gen "$@" -o "$file.tmp.mtx" >&2 && mv -f "$file.tmp.mtx" "$file" 2>/dev/null || true
-    suite+=("$name|$file|$large_nnz")
+    local size=
+    [ -f "$file" ] && size=$(grep -v -m1 '^%' "$file" | awk '{ print $3 }')
+    suite+=("$name|$file|${size:-$large_nnz}")
   }
   generate uniform_large uniform --rows "$rows" --cols "$rows" --nnz "$large_nnz" --seed 11
   generate powerlaw_large powerlaw --rows "$rows" --cols "$rows" --nnz "$large_nnz" --seed 12
   generate banded_large banded --rows "$rows" --cols "$rows" --bandwidth 8 --fill 0.6 --seed 13
   generate blocked_large blocked --rows "$rows" --block 4 --nnz "$large_nnz" --block-fill 0.8 --seed 14
+  # A resize grows nonzeros with the linear factor, so the side is chosen for --large-nnz
+  # (the manifest's expanded nonzeros, column 6).
   for real in pf2177 bcsstk38 cavity24; do
     [ -f "$shared/matrices/$real.mtx" ] || continue
-    generate "${real}_resize" resize "$shared/matrices/$real.mtx" --rows "$rows" --cols "$rows" --seed 15
+    read -r real_rows real_nnz < <(awk -F'\t' -v m="$real" '$1 == m { print $3, $6 }' "$shared/MANIFEST.tsv")
+    side=$(( real_rows * large_nnz / real_nnz ))
+    generate "${real}_resize" resize "$shared/matrices/$real.mtx" --rows "$side" --cols "$side" --seed 15
   done
 fi
 
