@@ -166,7 +166,7 @@ void RunBench(const BenchOptions& o) {
   {
     HeuristicInput input;
     input.sizes = sizes;
-    input.prefix_nnz = ComputePatternStats(tensor).prefix_nnz;
+    input.prefix_nnz = ComputePatternStats(tensor, StatsDetail::kLinear).prefix_nnz;
     add_schedule("scorch", ScorchSchedule(k.expression, input).schedule);
   }
   for (const auto& c : GroupCooCandidates(k.name, k.expression, sizes, tensor.nnz())) {

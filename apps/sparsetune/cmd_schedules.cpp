@@ -55,7 +55,7 @@ void RunHeuristic(const SchedulesOptions& o, const ResolvedKernel& k) {
     CooTensor tensor = ReadTensorFile(o.tensor, &warnings);
     for (const auto& w : warnings) std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
     input.sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
-    input.prefix_nnz = ComputePatternStats(tensor).prefix_nnz;
+    input.prefix_nnz = ComputePatternStats(tensor, StatsDetail::kLinear).prefix_nnz;
   } else {
     for (const auto& [index, size] : k.dense_sizes) {
       if (k.expression.IndexId(index) < 0) {
@@ -106,7 +106,7 @@ void RunSchedules(const SchedulesOptions& o) {
     for (const auto& w : warnings) std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
     const std::map<std::string, int64_t> sizes =
         ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
-    const PatternStats stats = ComputePatternStats(tensor);
+    const PatternStats stats = ComputePatternStats(tensor, StatsDetail::kLinear);
     options.values = ConcreteValues(k.expression, tensor.dims, stats.prefix_nnz, sizes);
   } else {
     for (const auto& [index, size] : k.dense_sizes) {

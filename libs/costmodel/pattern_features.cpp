@@ -115,7 +115,7 @@ std::vector<float> SummaryOf(const CooTensor& t, const PatternStats& s) {
 }  // namespace
 
 std::vector<float> SummaryFeatures(const CooTensor& t) {
-  return SummaryOf(t, ComputePatternStats(t, StatsDetail::kRowsAndDiagonal));
+  return SummaryOf(t, ComputePatternStats(t, StatsDetail::kLinear));
 }
 
 std::vector<float> SummaryAndTileFeatures(const CooTensor& t) {

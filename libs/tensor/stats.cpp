@@ -133,9 +133,9 @@ PatternStats ComputePatternStats(const CooTensor& t, StatsDetail detail) {
   s.density = dense_size > 0 ? double(s.nnz) / dense_size : 0;
   if (t.order() == 0) return s;
   ComputeRowStats(t, s);
-  const int64_t diagonal = t.order() == 2 ? ComputeDiagonalStats(t, s) : 0;
-  if (detail == StatsDetail::kRowsAndDiagonal) return s;
   ComputePrefixCounts(t, s);
+  const int64_t diagonal = t.order() == 2 ? ComputeDiagonalStats(t, s) : 0;
+  if (detail == StatsDetail::kLinear) return s;
   if (t.order() == 2) ComputeMatrixStats(t, diagonal, s);
   for (int64_t tile : kTileStatsSizes) s.tiles.push_back(ComputeTileStats(t, tile));
   return s;

@@ -41,9 +41,11 @@ struct PatternStats {
 
 constexpr int kStatsBlockSizes[3] = {4, 8, 16};
 
-// kRowsAndDiagonal computes only the row (slice) statistics, bandwidth and diagonal fraction: the
-// cost model's summary inputs, at a fraction of the full cost on large patterns.
-enum class StatsDetail { kFull, kRowsAndDiagonal };
+// kLinear computes only what one linear pass over the entries gives: the row (slice) statistics,
+// prefix counts, bandwidth and diagonal fraction (the cost model's summary inputs and the
+// heuristic's levels), at a fraction of the full cost on large patterns. kFull adds symmetry,
+// blocks and tiles.
+enum class StatsDetail { kFull, kLinear };
 
 PatternStats ComputePatternStats(const CooTensor& tensor, StatsDetail detail = StatsDetail::kFull);
 nlohmann::json PatternStatsToJson(const PatternStats& stats);

@@ -363,7 +363,7 @@ void AnswerWithHeuristic(const QueryRequest& request, const CooTensor* tensor, D
   input.sizes = request.dense;
   if (tensor) {
     input.sizes = ResolveIndexSizes(request.expression, tensor->dims, request.dense);
-    input.prefix_nnz = ComputePatternStats(*tensor).prefix_nnz;
+    input.prefix_nnz = ComputePatternStats(*tensor, StatsDetail::kLinear).prefix_nnz;
     answer.heuristic_basis = "the file's pattern";
   } else if (auto matrix = db ? db->FindMatrix(answer.fingerprint) : std::nullopt) {
     const auto& modes = request.expression.sparse_input().indices;

@@ -76,12 +76,12 @@ TEST(Stats, SmallKnownMatrix) {
 }
 
 // The cost model's summary inputs come from the cheap level; they must agree with the full one.
-TEST(Stats, RowsAndDiagonalLevelAgreesWithFullStatistics) {
+TEST(Stats, LinearLevelAgreesWithFullStatistics) {
   for (const std::vector<int64_t>& dims :
        std::vector<std::vector<int64_t>>{{300, 300}, {40, 30, 20}}) {
     const CooTensor t = testing::RandomSparse(dims, 2000, 11);
     const PatternStats full = ComputePatternStats(t);
-    const PatternStats cheap = ComputePatternStats(t, StatsDetail::kRowsAndDiagonal);
+    const PatternStats cheap = ComputePatternStats(t, StatsDetail::kLinear);
     EXPECT_EQ(cheap.row_min, full.row_min);
     EXPECT_EQ(cheap.row_max, full.row_max);
     EXPECT_DOUBLE_EQ(cheap.row_mean, full.row_mean);
@@ -89,6 +89,7 @@ TEST(Stats, RowsAndDiagonalLevelAgreesWithFullStatistics) {
     EXPECT_EQ(cheap.empty_rows, full.empty_rows);
     EXPECT_EQ(cheap.bandwidth, full.bandwidth);
     EXPECT_DOUBLE_EQ(cheap.diagonal_fraction, full.diagonal_fraction);
+    EXPECT_EQ(cheap.prefix_nnz, full.prefix_nnz);
     EXPECT_TRUE(cheap.tiles.empty());
     EXPECT_EQ(full.tiles.size(), std::size(kTileStatsSizes));
   }
