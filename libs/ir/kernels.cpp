@@ -14,6 +14,13 @@ const std::vector<KernelDef>& KernelLibrary() {
        true,
        {{"k", 256}},
        "sampled dense-dense matrix product"},
+      {"sddmm_nt",
+       "D(i,j) = A(i,j) * B(i,k) * C(j,k)",
+       "A",
+       true,
+       {{"k", 256}},
+       "SDDMM with C given transposed (row j of C holds the k values): a dot product of two "
+       "rows per nonzero, as in graph attention"},
       {"mttkrp",
        "D(i,j) = A(i,k,l) * B(k,j) * C(l,j)",
        "A",

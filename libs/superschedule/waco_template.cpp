@@ -98,7 +98,8 @@ int WacoTemplate::Version() {
 }
 
 const std::vector<std::string>& WacoTemplate::Kernels() {
-  static const std::vector<std::string> kernels = {"spmv", "spmm", "sddmm", "mttkrp"};
+  static const std::vector<std::string> kernels = {"spmv", "spmm", "sddmm", "sddmm_nt",
+                                                    "mttkrp"};
   return kernels;
 }
 
@@ -116,9 +117,11 @@ std::unique_ptr<WacoTemplate> WacoTemplate::ForKernel(const std::string& kernel)
     spec.subspace_fraction = 0.32;
     spec.subspace_orders = {{"i1", "k1", "j1", "i0", "k0", "j0"}};
     spec.subspace_formats = {{"i0", U}, {"k1", C}, {"k0", U}};
-  } else if (kernel == "sddmm") {
+  } else if (kernel == "sddmm" || kernel == "sddmm_nt") {
     spec.max_log2_chunk = 5;
-    spec.transposable = "C";  // C(k,j) row-major: its k0 loop is strided unless transposed
+    // sddmm's C(k,j) is row-major, so its k0 loop is strided unless C is transposed;
+    // sddmm_nt's C(j,k) is already contiguous in k.
+    if (kernel == "sddmm") spec.transposable = "C";
     spec.parallel_candidates = {"i1", "j1"};
     spec.inner_dense = "k";
     spec.exclude_all_u = true;

@@ -73,12 +73,14 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
                            {"parallel", Balanced("i")},
                            {"narrow_coordinates", true}});
     }
-  } else if (kernel == "sddmm") {
-    schedules.push_back({{"loop_order", {"i", "j", "k"}},
-                         {"format", {"i:U", "j:C"}},
-                         {"parallel", Balanced("i")},
-                         {"narrow_coordinates", true},
-                         {"transpose", {"C"}}});
+  } else if (kernel == "sddmm" || kernel == "sddmm_nt") {
+    nlohmann::json s = {{"loop_order", {"i", "j", "k"}},
+                        {"format", {"i:U", "j:C"}},
+                        {"parallel", Balanced("i")},
+                        {"narrow_coordinates", true}};
+    // C(k,j) is read along k: through a transposed copy unless it is given as C(j,k).
+    if (kernel == "sddmm") s["transpose"] = {"C"};
+    schedules.push_back(s);
   } else if (kernel == "mttkrp") {
     const int64_t j = SplitUpTo(sizes.at("j"), 64);
     if (j >= 4) {
