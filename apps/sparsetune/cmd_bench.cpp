@@ -115,9 +115,9 @@ bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, st
 
 void RunBench(const BenchOptions& o) {
   ResolvedKernel k = ResolveKernel(o.kernel);
-  if (!HasBaselines(k.name))
+  if (o.libraries && !HasBaselines(k.name))
     throw InputError("bench compares spmv, spmm and sddmm with the libraries; " + k.name +
-                     " has no library kernel");
+                     " has no library kernel (--no-libraries times sparsetune's kernels alone)");
   const int threads = o.threads > 0 ? o.threads : HardwareThreads();
   std::vector<Schedule> extra;
   for (const auto& path : o.schedules) {

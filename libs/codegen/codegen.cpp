@@ -46,14 +46,10 @@ class Emitter {
     Line(std::string("typedef ") + DTypeCName(dtype_) + " value_t;");
     Line("static inline int64_t st_min(int64_t a, int64_t b) { return a < b ? a : b; }");
     if (ScratchSlots() > 0) EmitScratchCache();
+    if (HasTransposedInput()) EmitTransposeFunction();
     if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
     CollectTiles(*nest_.root);
-    if (!tiles_.empty()) {
-      Line("// Register tiles: unaligned vectors of value_t (GCC/Clang vector extensions).");
-      for (int bytes : {16, 32, 64})
-        Line("typedef value_t st_vec" + std::to_string(bytes) + " __attribute__((vector_size(" +
-             std::to_string(bytes) + "), aligned(sizeof(value_t))));");
-    }
+    if (!tiles_.empty() || HasVectorReduction(*nest_.root)) EmitVectorTypes();
     Line("extern \"C\" int sparsetune_kernel(const st_args* args) {");
     ++depth_;
     EmitPrologue();
@@ -86,15 +82,30 @@ class Emitter {
   }
 
   void Line(const std::string& text) { out_ << std::string(2 * depth_, ' ') << text << "\n"; }
-  std::string I(const std::string& index) const { return "i" + std::to_string(e_.IndexId(index)); }
+  // Index variables. Inside one copy of an unrolled-and-jammed compressed loop, that loop's
+  // variable, its whole index and its position carry the copy's suffix.
+  std::string RawI(const std::string& index) const {
+    return "i" + std::to_string(e_.IndexId(index));
+  }
+  std::string I(const std::string& index) const {
+    return RawI(index) + (jam_ && index == jam_->var.index ? jam_suffix_ : "");
+  }
+  std::string Outer(const std::string& index) const { return RawI(index) + "o"; }
   std::string D(const std::string& index) const { return "d" + std::to_string(e_.IndexId(index)); }
   std::string S(const std::string& index) const { return "s" + std::to_string(e_.IndexId(index)); }
-  std::string VarName(const LoopVar& v) const {
-    return I(v.index) + (v.part == SplitPart::kOuter   ? "o"
-                         : v.part == SplitPart::kInner ? "n"
-                                                       : "");
+  std::string RawVarName(const LoopVar& v) const {
+    return RawI(v.index) + (v.part == SplitPart::kOuter   ? "o"
+                            : v.part == SplitPart::kInner ? "n"
+                                                          : "");
   }
-  std::string Pos(int level) const { return level < 0 ? "0" : "p" + std::to_string(level); }
+  std::string VarName(const LoopVar& v) const {
+    const bool jammed = jam_ && v.index == jam_->var.index && v.part == jam_->var.part;
+    return RawVarName(v) + (jammed ? jam_suffix_ : "");
+  }
+  std::string Pos(int level) const {
+    if (level < 0) return "0";
+    return "p" + std::to_string(level) + (jam_ && level == jam_->level ? jam_suffix_ : "");
+  }
 
   void EmitPrologue() {
     for (size_t k = 0; k < e_.indices.size(); ++k) {
@@ -221,7 +232,7 @@ class Emitter {
     return tensor < static_cast<int>(nest_.transposed.size()) && nest_.transposed[tensor];
   }
 
-  // A transposed copy of a dense input of order 2, made in cache-sized blocks.
+  // A transposed copy of a dense input of order 2, made by st_transpose.
   void EmitTransposedCopy(int t) {
     const std::string T = std::to_string(t);
     const auto& indices = e_.tensors[t].indices;
@@ -229,29 +240,86 @@ class Emitter {
     Line("value_t* __restrict T" + T + "_copy = (value_t*)st_scratch_take(" + T +
          ", sizeof(value_t) * " + rows + " * " + cols + ");  // " + e_.tensors[t].name +
          ", transposed");
-    Line("{");
-    ++depth_;
-    Line("const value_t* __restrict src = (const value_t*)args->inputs[" + T + "];");
-    // Threads take column blocks: each writes a contiguous part of the copy, and a dense
-    // operand has far more columns than the 32-row blocks give threads work.
-    Line("#pragma omp parallel for schedule(static) num_threads(nthreads)");
-    Line("for (int64_t cb = 0; cb < " + cols + "; cb += 32) {");
-    Line("  for (int64_t rb = 0; rb < " + rows + "; rb += 32) {");
-    Line("    const int64_t re = st_min(rb + 32, " + rows + "), ce = st_min(cb + 32, " + cols +
-         ");");
-    Line("    for (int64_t r = rb; r < re; ++r)");
-    Line("      for (int64_t c = cb; c < ce; ++c) T" + T + "_copy[c * " + rows +
-         " + r] = src[r * " + cols + " + c];");
+    Line("st_transpose((const value_t*)args->inputs[" + T + "], " + rows + ", " + cols + ", T" + T +
+         "_copy, nthreads);");
+    Line("const value_t* __restrict T" + T + " = T" + T + "_copy;");
+  }
+
+  // dst (cols x rows) = src (rows x cols)^T, both row-major. With AVX, in blocks of one register
+  // per row (8 floats or 4 doubles) transposed in registers; threads take panels of columns, so
+  // each writes a contiguous part of dst and reads a narrow strip of src that stays in cache.
+  void EmitTransposeFunction() {
+    Line("#if defined(__AVX__)");
+    Line("#include <immintrin.h>");
+    Line(
+        "static inline void st_transpose_block(const float* s, int64_t ls, float* d, int64_t ld) "
+        "{");
+    Line("  __m256 r[8], t[8], u[8];");
+    Line("  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(s + k * ls);");
+    Line("  for (int k = 0; k < 8; k += 2) {");
+    Line("    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);");
+    Line("    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);");
+    Line("  }");
+    Line("  for (int k = 0; k < 8; k += 4) {");
+    Line("    u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);");
+    Line("    u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);");
+    Line("    u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);");
+    Line("    u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);");
+    Line("  }");
+    Line("  for (int k = 0; k < 4; ++k) {");
+    Line("    _mm256_storeu_ps(d + k * ld, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));");
+    Line("    _mm256_storeu_ps(d + (k + 4) * ld, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));");
     Line("  }");
     Line("}");
-    --depth_;
+    Line(
+        "static inline void st_transpose_block(const double* s, int64_t ls, double* d, int64_t ld) "
+        "{");
+    Line("  const __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ls);");
+    Line("  const __m256d r2 = _mm256_loadu_pd(s + 2 * ls), r3 = _mm256_loadu_pd(s + 3 * ls);");
+    Line("  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);");
+    Line("  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);");
+    Line("  _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));");
+    Line("  _mm256_storeu_pd(d + ld, _mm256_permute2f128_pd(t1, t3, 0x20));");
+    Line("  _mm256_storeu_pd(d + 2 * ld, _mm256_permute2f128_pd(t0, t2, 0x31));");
+    Line("  _mm256_storeu_pd(d + 3 * ld, _mm256_permute2f128_pd(t1, t3, 0x31));");
     Line("}");
-    Line("const value_t* __restrict T" + T + " = T" + T + "_copy;");
+    Line("#define ST_TRANSPOSE_BLOCK (32 / (int64_t)sizeof(value_t))");
+    Line("#else");
+    Line("#define ST_TRANSPOSE_BLOCK 1");
+    Line("#endif");
+    Line("static void st_transpose(const value_t* __restrict src, int64_t rows, int64_t cols,");
+    Line("                         value_t* __restrict dst, int nthreads) {");
+    Line("  constexpr int64_t b = ST_TRANSPOSE_BLOCK;");
+    Line("  const int64_t whole_cols = cols / b * b, whole_rows = rows / b * b;");
+    Line("  #pragma omp parallel num_threads(nthreads)");
+    Line("  {");
+    Line("    #pragma omp for schedule(static) nowait");
+    Line("    for (int64_t c0 = 0; c0 < whole_cols; c0 += b) {");
+    Line("#if defined(__AVX__)");
+    Line("      for (int64_t r0 = 0; r0 < whole_rows; r0 += b)");
+    Line("        st_transpose_block(src + r0 * cols + c0, cols, dst + c0 * rows + r0, rows);");
+    Line("#endif");
+    Line("      for (int64_t c = c0; c < c0 + b; ++c)");
+    Line(
+        "        for (int64_t r = b > 1 ? whole_rows : 0; r < rows; ++r) dst[c * rows + r] = src[r "
+        "* cols + c];");
+    Line("    }");
+    Line("    #pragma omp for schedule(static) nowait");
+    Line("    for (int64_t c = whole_cols; c < cols; ++c)");
+    Line("      for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = src[r * cols + c];");
+    Line("  }");
+    Line("}");
   }
 
   // Buffers kept between calls, one per slot: transposed copies (slot = tensor) and shared
   // workspaces (after them).
   int TempSlot(size_t temp) const { return static_cast<int>(e_.tensors.size() + temp); }
+  bool HasTransposedInput() const {
+    for (size_t t = 1; t < e_.tensors.size(); ++t) {
+      if (IsTransposed(static_cast<int>(t))) return true;
+    }
+    return false;
+  }
   int ScratchSlots() const {
     bool any = false;
     for (size_t t = 1; t < e_.tensors.size(); ++t) any = any || IsTransposed(static_cast<int>(t));
@@ -288,6 +356,31 @@ class Emitter {
     Line("} st_scratch_release_at_unload;");
   }
 
+  // Unaligned vectors of value_t (GCC/Clang vector extensions): st_vec has the widest width
+  // the compiling machine's registers hold (a wider vector type would be split and spilled),
+  // st_vec16 and st_vec32 serve slices narrower than 64 bytes.
+  void EmitVectorTypes() {
+    Line("#if defined(__AVX512F__)");
+    Line("#define ST_VEC_BYTES 64");
+    Line("#elif defined(__AVX__)");
+    Line("#define ST_VEC_BYTES 32");
+    Line("#else");
+    Line("#define ST_VEC_BYTES 16");
+    Line("#endif");
+    Line("#define ST_LANES (ST_VEC_BYTES / (int)sizeof(value_t))");
+    Line(
+        "typedef value_t st_vec __attribute__((vector_size(ST_VEC_BYTES), "
+        "aligned(sizeof(value_t))));");
+    for (int bytes : {16, 32})
+      Line("typedef value_t st_vec" + std::to_string(bytes) + " __attribute__((vector_size(" +
+           std::to_string(bytes) + "), aligned(sizeof(value_t))));");
+    Line("static inline value_t st_sum(st_vec v) {");
+    Line("  value_t s = 0;");
+    Line("  for (int l = 0; l < ST_LANES; ++l) s += v[l];");
+    Line("  return s;");
+    Line("}");
+  }
+
   // Loop bounds of a range loop over `v`: [0, bound).
   std::string RangeBound(const LoopVar& v) const {
     switch (v.part) {
@@ -296,7 +389,7 @@ class Emitter {
       case SplitPart::kOuter:
         return "(" + D(v.index) + " + " + S(v.index) + " - 1) / " + S(v.index);
       case SplitPart::kInner:
-        return "st_min(" + S(v.index) + ", " + D(v.index) + " - " + I(v.index) + "o * " +
+        return "st_min(" + S(v.index) + ", " + D(v.index) + " - " + Outer(v.index) + " * " +
                S(v.index) + ")";
     }
     return D(v.index);
@@ -317,6 +410,14 @@ class Emitter {
         EmitCompute(n);
         return;
     }
+  }
+
+  static bool HasVectorReduction(const NestNode& n) {
+    if (n.kind == NestNode::Kind::kLoop && n.vector_reduction) return true;
+    for (const auto& c : n.children) {
+      if (HasVectorReduction(*c)) return true;
+    }
+    return false;
   }
 
   static bool HasBalancedLoop(const NestNode& n) {
@@ -369,16 +470,16 @@ class Emitter {
   // The coordinate of level `level` (whose loop variable is `v`), stored at position
   // p<at>: its own position for a compressed level, its lanes' for a sliced one.
   std::string CoordinateRead(int level, const LoopVar& v, int at) const {
-    const std::string read =
-        "(int64_t)L" + std::to_string(level) + "_crd[p" + std::to_string(at) + "]";
-    return encodings_[level].relative ? "base_" + VarName(v) + " + " + read : read;
+    const std::string read = "(int64_t)L" + std::to_string(level) + "_crd[" + Pos(at) + "]";
+    // The segment's base is read once per segment, outside any jammed copy.
+    return encodings_[level].relative ? "base_" + RawVarName(v) + " + " + read : read;
   }
 
   // Defines a level variable read from storage, and its whole index when it is an inner part.
   void DefineCoordinate(const LoopVar& v, const std::string& read) {
     Line("[[maybe_unused]] const int64_t " + VarName(v) + " = " + read + ";");
     if (v.part == SplitPart::kInner)
-      Line("[[maybe_unused]] const int64_t " + I(v.index) + " = " + I(v.index) + "o * " +
+      Line("[[maybe_unused]] const int64_t " + I(v.index) + " = " + Outer(v.index) + " * " +
            S(v.index) + " + " + VarName(v) + ";");
   }
 
@@ -387,11 +488,11 @@ class Emitter {
   struct Tile {
     const NestNode* owner = nullptr;
     const NestNode* loop = nullptr;
-    int64_t size = 0;  // the split of j
-    int bytes = 0;
-    int count = 0;
-    bool gathers = false;  // an array of `size` elements rather than `count` vectors
+    int64_t size = 0;      // the split of j
+    bool gathers = false;  // an array of `size` elements rather than vectors
     std::string name;
+    // Vector tiles: the vector type and, as C expressions, its lanes and how many there are.
+    std::string vec, lanes, count;
   };
   static constexpr int64_t kMaxGatherTile = 64;
 
@@ -413,15 +514,21 @@ class Emitter {
         return;
       }
       const int64_t bytes = t.size * static_cast<int64_t>(DTypeSize(dtype_));
-      for (int width : {64, 32, 16}) {
-        if (bytes % width == 0) {
-          t.bytes = width;
-          break;
-        }
+      const std::string B = std::to_string(bytes);
+      const std::string value_bytes = std::to_string(DTypeSize(dtype_));
+      if (bytes % 64 == 0) {
+        // Whole vectors of the machine's width, whichever it is.
+        t.vec = "st_vec";
+        t.lanes = "ST_LANES";
+        t.count = "(" + B + " / ST_VEC_BYTES)";
+      } else if (bytes % 32 == 0 || bytes % 16 == 0) {
+        const int width = bytes % 32 == 0 ? 32 : 16;
+        t.vec = "st_vec" + std::to_string(width);
+        t.lanes = std::to_string(width / DTypeSize(dtype_));
+        t.count = std::to_string(bytes / width);
       }
-      t.count = t.bytes ? static_cast<int>(bytes / t.bytes) : 0;
       // Too narrow for a vector, or more vectors than registers hold: no tile.
-      if (t.bytes && t.count <= 16) {
+      if (!t.vec.empty() && bytes <= 16 * 64) {
         t.name = "tile" + std::to_string(tiles_.size());
         tiled_indices_.insert(t.loop->var.index);
         tiles_.push_back(t);
@@ -437,12 +544,19 @@ class Emitter {
     return nullptr;
   }
 
-  // The first element of lane group `group` of the tile: defines the whole index j there.
-  std::string TileIndex(const Tile& t, int group) const {
+  // A loop over the tile's vectors that the compiler unrolls (their count is a compile-time
+  // constant), so the tile stays in registers; the body defines the whole index j at the
+  // first lane of vector g.
+  void OpenTileVectorLoop(const Tile& t) {
     const std::string& j = t.loop->var.index;
-    const int64_t lanes = t.bytes / static_cast<int64_t>(DTypeSize(dtype_));
-    return "const int64_t " + I(j) + " = " + I(j) + "o * " + S(j) + " + " +
-           std::to_string(group * lanes) + ";";
+    Line("#pragma GCC unroll 64");
+    Line("for (int g = 0; g < " + t.count + "; ++g) {");
+    ++depth_;
+    Line("const int64_t " + I(j) + " = " + Outer(j) + " * " + S(j) + " + g * " + t.lanes + ";");
+  }
+  void CloseLoop() {
+    --depth_;
+    Line("}");
   }
 
   void EmitLoop(const NestNode& n) {
@@ -452,15 +566,14 @@ class Emitter {
       return;
     }
     const std::string& j = tile->loop->var.index;
-    const std::string vec = "st_vec" + std::to_string(tile->bytes);
     // Only whole slices go to registers; the last, partial one (when the split does not divide
     // |j|) takes the plain loop.
-    Line("if (" + I(j) + "o * " + S(j) + " + " + S(j) + " <= " + D(j) + ") {");
+    Line("if (" + Outer(j) + " * " + S(j) + " + " + S(j) + " <= " + D(j) + ") {");
     ++depth_;
     if (tile->gathers) {
       Line("value_t " + tile->name + "[" + std::to_string(tile->size) + "] = {};");
     } else {
-      Line(vec + " " + tile->name + "[" + std::to_string(tile->count) + "] = {};");
+      Line(tile->vec + " " + tile->name + "[" + tile->count + "] = {};");
     }
     active_tile_ = tile;
     EmitLoopPlain(n);
@@ -471,19 +584,15 @@ class Emitter {
       Line("#pragma omp simd");
       Line("for (int64_t " + lane + " = 0; " + lane + " < " + S(j) + "; ++" + lane + ") {");
       ++depth_;
-      Line("const int64_t " + I(j) + " = " + I(j) + "o * " + S(j) + " + " + lane + ";");
+      Line("const int64_t " + I(j) + " = " + Outer(j) + " * " + S(j) + " + " + lane + ";");
       Line(Address(compute.lhs) + " += " + tile->name + "[" + lane + "];");
       --depth_;
       Line("}");
     }
-    for (int g = 0; g < (tile->gathers ? 0 : tile->count); ++g) {
-      Line("{");
-      ++depth_;
-      Line(TileIndex(*tile, g));
-      Line("*(" + vec + "*)&" + Address(compute.lhs) + " += " + tile->name + "[" +
-           std::to_string(g) + "];");
-      --depth_;
-      Line("}");
+    if (!tile->gathers) {
+      OpenTileVectorLoop(*tile);
+      Line("*(" + tile->vec + "*)&" + Address(compute.lhs) + " += " + tile->name + "[g];");
+      CloseLoop();
     }
     --depth_;
     Line("} else {");
@@ -517,26 +626,19 @@ class Emitter {
       Line("}");
       return;
     }
-    const std::string vec = "st_vec" + std::to_string(tile.bytes);
     const NestNode& compute = *n.children[0];
     Line("{");
     ++depth_;
     HoistInvariantFactors(n);
-    const std::string scalar = hoisted_loop_ == &n ? hoisted_ : "";
-    for (int g = 0; g < tile.count; ++g) {
-      std::string product = scalar;
-      for (const auto& f : compute.factors) {
-        if (!VariesWith(f, n)) continue;
-        product +=
-            (product.empty() ? "" : " * ") + std::string("*(const ") + vec + "*)&" + Address(f);
-      }
-      Line("{");
-      ++depth_;
-      Line(TileIndex(tile, g));
-      Line(tile.name + "[" + std::to_string(g) + "] += " + product + ";");
-      --depth_;
-      Line("}");
+    std::string product = hoisted_loop_ == &n ? hoisted_ : "";
+    OpenTileVectorLoop(tile);
+    for (const auto& f : compute.factors) {
+      if (!VariesWith(f, n)) continue;
+      product +=
+          (product.empty() ? "" : " * ") + std::string("*(const ") + tile.vec + "*)&" + Address(f);
     }
+    Line(tile.name + "[g] += " + product + ";");
+    CloseLoop();
     hoisted_loop_ = nullptr;
     --depth_;
     Line("}");
@@ -545,6 +647,12 @@ class Emitter {
   void EmitLoopPlain(const NestNode& n) {
     if (active_tile_ && active_tile_->loop == &n) {
       EmitTileUpdate(n);
+      return;
+    }
+    if (n.vector_reduction && !n.parallel) {
+      const NestNode& compute = *n.children[0];
+      EmitVectorReduction(
+          n, {{"acc" + std::to_string(compute.accumulator) + accumulator_suffix_, jam_suffix_}});
       return;
     }
     const std::string var = VarName(n.var);
@@ -579,6 +687,9 @@ class Emitter {
       EmitUnrolledReduction(n, hi, n.group, /*remainder=*/false);
     } else if (!n.parallel && n.group > 1 && n.loop_kind == LoopKind::kLevelC) {
       EmitGroupedLoop(n, hi);
+    } else if (!n.parallel && n.unroll > 1 && n.loop_kind == LoopKind::kLevelC &&
+               child.kind == NestNode::Kind::kReduce) {
+      EmitJammedLoop(n, hi);
     } else if (!n.parallel && n.unroll > 1 && compressed) {
       EmitUnrolledReduction(n, hi, n.unroll, /*remainder=*/true);
     } else {
@@ -666,7 +777,7 @@ class Emitter {
       DefineCoordinate(sliced, CoordinateRead(n.sliced_level, sliced, n.level));
     }
     if (n.var.part == SplitPart::kInner && n.loop_kind != LoopKind::kLevelS) {
-      Line("[[maybe_unused]] const int64_t " + I(n.var.index) + " = " + I(n.var.index) + "o * " +
+      Line("[[maybe_unused]] const int64_t " + I(n.var.index) + " = " + Outer(n.var.index) + " * " +
            S(n.var.index) + " + " + var + ";");
     }
     EmitOutputClearing(n);
@@ -753,6 +864,138 @@ class Emitter {
     Line(acc + " += " + sums[0] + ";");
   }
 
+  // One sum of a vector reduction: its accumulator and the jammed copy it belongs to.
+  struct ReductionCopy {
+    std::string accumulator;
+    std::string jam_suffix;
+  };
+
+  // A dense reduction over contiguous operands (a dot product): each copy keeps several vector
+  // partial sums, so consecutive iterations do not wait on one chain of dependent additions
+  // (OpenMP's simd reduction keeps one), and its loop-invariant factors multiply the sum once.
+  // Jammed copies share each load of the factors that do not depend on the jammed loop.
+  void EmitVectorReduction(const NestNode& n, const std::vector<ReductionCopy>& copies) {
+    const NestNode& compute = *n.children[0];
+    const std::string id = std::to_string(vector_reductions_++);
+    const std::string var = VarName(n.var);
+    const std::string step = "kv" + id;
+    // About eight independent chains in all: enough to cover an FMA's latency on two ports.
+    const int ways = std::max(1, std::min(4, 8 / static_cast<int>(copies.size())));
+    auto with_copy = [&](const ReductionCopy& copy, auto emit) {
+      const std::string saved = jam_suffix_;
+      jam_suffix_ = copy.jam_suffix;
+      emit();
+      jam_suffix_ = saved;
+    };
+    auto product = [&](bool vector) {
+      std::string out;
+      for (const auto& f : compute.factors) {
+        if (!VariesWith(f, n)) continue;
+        out +=
+            (out.empty() ? "" : " * ") + (vector ? "*(const st_vec*)&" + Address(f) : Address(f));
+      }
+      return out;
+    };
+    auto partial = [&](size_t c, int w) {
+      return "vs" + id + "_" + std::to_string(c) + "_" + std::to_string(w);
+    };
+    Line("{");
+    ++depth_;
+    Line("const int64_t hi_" + var + " = " + RangeBound(n.var) + ";");
+    for (size_t c = 0; c < copies.size(); ++c) {
+      std::string sums;
+      for (int w = 0; w < ways; ++w) sums += (w ? ", " : "") + partial(c, w) + " = {}";
+      Line("st_vec " + sums + ";");
+      Line("value_t tail" + id + "_" + std::to_string(c) + " = 0;");
+    }
+    Line("int64_t " + step + " = 0;");
+    // Whole groups of `ways` vectors, then single vectors, then the scalar tail.
+    for (int group : {ways, 1}) {
+      if (group == 1 && ways == 1) continue;
+      const std::string width = std::to_string(group) + " * ST_LANES";
+      Line("for (; " + step + " + " + width + " <= hi_" + var + "; " + step + " += " + width +
+           ") {");
+      ++depth_;
+      for (int w = 0; w < group; ++w) {
+        Line("{");
+        ++depth_;
+        Line("const int64_t " + var + " = " + step + " + " + std::to_string(w) + " * ST_LANES;");
+        EmitIterationPrologue(n);
+        for (size_t c = 0; c < copies.size(); ++c)
+          with_copy(copies[c], [&] { Line(partial(c, w) + " += " + product(true) + ";"); });
+        --depth_;
+        Line("}");
+      }
+      --depth_;
+      Line("}");
+    }
+    Line("for (; " + step + " < hi_" + var + "; ++" + step + ") {");
+    ++depth_;
+    Line("const int64_t " + var + " = " + step + ";");
+    EmitIterationPrologue(n);
+    for (size_t c = 0; c < copies.size(); ++c) {
+      with_copy(copies[c], [&] {
+        Line("tail" + id + "_" + std::to_string(c) + " += " + product(false) + ";");
+      });
+    }
+    --depth_;
+    Line("}");
+    for (size_t c = 0; c < copies.size(); ++c) {
+      with_copy(copies[c], [&] {
+        std::string invariant;
+        for (const auto& f : compute.factors) {
+          if (!VariesWith(f, n)) invariant += Address(f) + " * ";
+        }
+        std::string sum = partial(c, 0);
+        for (int w = 1; w < ways; ++w) sum += " + " + partial(c, w);
+        Line(copies[c].accumulator + " += " + invariant + "(st_sum(" + sum + ") + tail" + id + "_" +
+             std::to_string(c) + ");");
+      });
+    }
+    --depth_;
+    Line("}");
+  }
+
+  // A compressed loop over a reduction whose body is a vector reduction, unrolled `unroll`
+  // times and jammed: that many nonzeros at a time, each with its own sums, share one pass over
+  // the factors that do not depend on this loop (SDDMM's row of B), then the rest one by one.
+  void EmitJammedLoop(const NestNode& n, const std::string& hi) {
+    const NestNode& reduce = *n.children[0];
+    const NestNode& inner = *reduce.children[0];
+    const std::string L = std::to_string(n.level);
+    const std::string block = "pj" + L;
+    const std::string U = std::to_string(n.unroll);
+    const std::string acc = "acc" + std::to_string(reduce.accumulator);
+    Line("int64_t " + block + " = lo_" + VarName(n.var) + ";");
+    Line("for (; " + block + " + " + U + " <= " + hi + "; " + block + " += " + U + ") {");
+    ++depth_;
+    std::vector<ReductionCopy> copies;
+    jam_ = &n;
+    for (int u = 0; u < n.unroll; ++u) {
+      jam_suffix_ = "_u" + std::to_string(u);
+      copies.push_back({acc + jam_suffix_, jam_suffix_});
+      Line("const int64_t " + Pos(n.level) + " = " + block + " + " + std::to_string(u) + ";");
+      EmitIterationPrologue(n);
+      Line("value_t " + acc + jam_suffix_ + " = 0;");
+    }
+    jam_suffix_.clear();
+    EmitVectorReduction(inner, copies);
+    for (const auto& copy : copies) {
+      jam_suffix_ = copy.jam_suffix;
+      Line(Address(reduce.lhs) + (reduce.assign ? " = " : " += ") + copy.accumulator + ";");
+    }
+    jam_suffix_.clear();
+    jam_ = nullptr;
+    --depth_;
+    Line("}");
+    Line("for (int64_t p" + L + " = " + block + "; p" + L + " < " + hi + "; ++p" + L + ") {");
+    ++depth_;
+    EmitIterationPrologue(n);
+    EmitNode(reduce);
+    --depth_;
+    Line("}");
+  }
+
   void EmitWhere(const NestNode& n) {
     const Temporary& temp = nest_.temps[n.temp];
     const std::string name = "tmp" + std::to_string(n.temp);
@@ -836,9 +1079,12 @@ class Emitter {
   int depth_ = 0;
   std::vector<CoordinateEncoding> encodings_;
   std::vector<Tile> tiles_;
-  std::set<std::string> tiled_indices_;     // their splits are compile-time constants
-  const Tile* active_tile_ = nullptr;       // emitting inside this tile's owner (whole slices)
-  std::string accumulator_suffix_;          // the partial sum an unrolled copy adds into
+  std::set<std::string> tiled_indices_;  // their splits are compile-time constants
+  const Tile* active_tile_ = nullptr;    // emitting inside this tile's owner (whole slices)
+  std::string accumulator_suffix_;       // the partial sum an unrolled copy adds into
+  const NestNode* jam_ = nullptr;        // the compressed loop being unrolled and jammed
+  std::string jam_suffix_;               // the jammed copy being emitted ("" outside)
+  int vector_reductions_ = 0;
   std::string tile_target_;                 // the tile element a gathering compute adds into
   const NestNode* hoisted_loop_ = nullptr;  // innermost loop whose invariant factors were hoisted
   std::string hoisted_;

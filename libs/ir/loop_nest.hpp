@@ -58,8 +58,14 @@ struct NestNode {
   bool parallel = false;  // OpenMP work-sharing loop
   bool balanced = false;  // parallel loops: one range per thread, balanced by nonzeros
   bool simd = false;      // innermost loop: #pragma omp simd
-  int unroll = 1;         // compressed reduction loops: independent partial sums
-  int group = 1;          // grouped compressed levels: segments are multiples of this
+  // A dense loop that sums a product into a register and whose varying factors are all dense
+  // and contiguous along it: several vector partial sums, the invariant factors applied once.
+  bool vector_reduction = false;
+  // Compressed loops: over a reduction into a register, independent partial sums; over a
+  // vector reduction, that many nonzeros at a time sharing each load of the factors that do
+  // not depend on them (unroll-and-jam).
+  int unroll = 1;
+  int group = 1;  // grouped compressed levels: segments are multiples of this
   // Register tiling: this reduction loop accumulates the output slice that `tile_loop` (a
   // split-inner dense loop under it, over the output's last index) ranges over in registers,
   // and adds it to the output once after the loop instead of on every iteration.

@@ -59,6 +59,7 @@ class Lowerer {
     MarkParallel();
     MarkAtomicsAndAssign();
     MarkSimd(nest_->root.get());
+    MarkVectorReductions(nest_->root.get());
     MarkRegisterTiles();
     nest_->schedule = s_;
     return std::move(nest_);
@@ -710,6 +711,31 @@ class Lowerer {
   // registers instead (codegen), when every factor that varies with j0 is a dense row-major
   // operand whose last index is j (contiguous loads), or as an array updated by a SIMD loop
   // otherwise (the lanes of a sliced level gather their operands).
+  // Dense reductions into a register whose varying factors are dense and contiguous along the
+  // loop (SDDMM's dot products) run as vector partial sums; a compressed loop right above such
+  // a reduction takes the schedule's unroll as the number of nonzeros handled together.
+  void MarkVectorReductions(NestNode* n) {
+    for (auto& c : n->children) MarkVectorReductions(c.get());
+    if (n->kind != NestNode::Kind::kLoop) return;
+    const NestNode* child = n->children[0].get();
+    if (n->loop_kind == LoopKind::kDense && n->simd && n->var.part != SplitPart::kOuter &&
+        child->kind == NestNode::Kind::kCompute && child->accumulator >= 0 && !child->atomic) {
+      bool varying = false, contiguous = true;
+      for (const auto& f : child->factors) {
+        if (!Contains(f.indices, n->var.index)) continue;
+        varying = true;
+        contiguous &= f.tensor > 0 && f.tensor != e_.sparse &&
+                      nest_->StorageIndices(f.tensor).back() == n->var.index;
+      }
+      n->vector_reduction = varying && contiguous;
+    }
+    if (n->loop_kind == LoopKind::kLevelC && !n->parallel && n->group == 1 &&
+        child->kind == NestNode::Kind::kReduce && !child->atomic &&
+        child->children[0]->kind == NestNode::Kind::kLoop && child->children[0]->vector_reduction) {
+      n->unroll = s_.unroll;
+    }
+  }
+
   void MarkRegisterTiles() {
     if (e_.sparse_output_prefix > 0) return;
     for (const auto& site : sites_) {
@@ -789,8 +815,11 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
       out += pad + "for " + n.var.name + " [" + kind +
              (n.level >= 0 ? " level " + std::to_string(n.level) : "") +
              (n.parallel ? (n.balanced ? ", parallel balanced" : ", parallel") : "") +
-             (n.simd ? ", simd" : "") +
-             (n.unroll > 1 ? ", " + std::to_string(n.unroll) + " partial sums" : "") +
+             (n.simd ? ", simd" : "") + (n.vector_reduction ? ", vector partial sums" : "") +
+             (n.unroll > 1 && n.children[0]->kind == NestNode::Kind::kReduce
+                  ? ", " + std::to_string(n.unroll) + " nonzeros at a time"
+              : n.unroll > 1 ? ", " + std::to_string(n.unroll) + " partial sums"
+                             : "") +
              (n.group > 1 ? ", groups of " + std::to_string(n.group) : "") +
              (n.tile_loop ? ", " + n.tile_loop->var.name + " slice in registers" : "") + "]\n";
       if (n.zero_prefix > 0)

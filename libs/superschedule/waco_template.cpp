@@ -98,8 +98,7 @@ int WacoTemplate::Version() {
 }
 
 const std::vector<std::string>& WacoTemplate::Kernels() {
-  static const std::vector<std::string> kernels = {"spmv", "spmm", "sddmm", "sddmm_nt",
-                                                    "mttkrp"};
+  static const std::vector<std::string> kernels = {"spmv", "spmm", "sddmm", "sddmm_nt", "mttkrp"};
   return kernels;
 }
 

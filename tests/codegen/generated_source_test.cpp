@@ -276,14 +276,63 @@ TEST_F(GeneratedKernels, SpmmRegisterTileHoldsTheOutputSliceInVectors) {
   // 40 columns: two whole slices in registers and a partial one by the plain loop.
   KernelRunner& f32 = Runner("spmm", matrix_, {{"j", 40}});
   const std::string source = CompiledAndVerified(f32, tiled);
-  EXPECT_TRUE(Has(source, "vector_size(64)"));
-  EXPECT_TRUE(Has(source, "st_vec64 tile0[1] = {};"));  // 16 floats: one 64-byte vector
-  EXPECT_TRUE(Has(source, "*(st_vec64*)&T0["));         // added to the output once per slice
+  // Vectors as wide as the compiling machine's registers: a wider type would be split and
+  // spilled to memory.
+  EXPECT_TRUE(Has(source, "#elif defined(__AVX__)\n#define ST_VEC_BYTES 32"));
+  EXPECT_TRUE(Has(source, "vector_size(ST_VEC_BYTES)"));
+  EXPECT_TRUE(Has(source, "st_vec tile0[(64 / ST_VEC_BYTES)] = {};"));  // 16 floats
+  EXPECT_TRUE(Has(source, "*(st_vec*)&T0["));  // added to the output once per slice
   EXPECT_TRUE(Has(source, "constexpr int64_t s1 = 16;"));
   EXPECT_TRUE(Has(source, "if (i1o * s1 + s1 <= d1)"));
-  // 16 doubles: two vectors.
+  // 16 doubles: 128 bytes.
   KernelRunner& f64 = Runner("spmm", matrix_, {{"j", 40}}, DType::kF64);
-  EXPECT_TRUE(Has(CompiledAndVerified(f64, tiled), "st_vec64 tile0[2] = {};"));
+  EXPECT_TRUE(Has(CompiledAndVerified(f64, tiled), "st_vec tile0[(128 / ST_VEC_BYTES)] = {};"));
+  // A slice of 8 floats is narrower than 64 bytes: one 32-byte vector.
+  Schedule narrow = tiled;
+  narrow.splits["j"] = 8;
+  EXPECT_TRUE(Has(CompiledAndVerified(f32, narrow), "st_vec32 tile0[1] = {};"));
+}
+
+// SDDMM's dot products keep several vector partial sums and apply A's value once; unroll N
+// takes N nonzeros of a row at a time, sharing each load of B's row; C(k,j) is read through a
+// copy transposed in register blocks.
+TEST_F(GeneratedKernels, SddmmDotProductsUseVectorPartialSumsAndJamNonzeros) {
+  // k = 45: whole groups of vectors, single vectors and a scalar tail.
+  const CooTensor square = testing::RandomSparse({53, 53}, 600, 5);
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    KernelRunner& nt = Runner("sddmm_nt", square, {{"k", 45}}, dtype);
+    Schedule s = Parse({{"loop_order", {"i", "j", "k"}},
+                        {"format", {"i:U", "j:C"}},
+                        {"parallel", {{"index", "i"}, {"partition", "balanced"}}},
+                        {"narrow_coordinates", true}});
+    std::string source = CompiledAndVerified(nt, s);
+    EXPECT_TRUE(Has(source, "st_vec vs0_0_0 = {}, vs0_0_1 = {}, vs0_0_2 = {}, vs0_0_3 = {};"));
+    EXPECT_TRUE(Has(source, "acc0 += A_vals[p1] * (st_sum("));
+    EXPECT_TRUE(Lacks(source, "reduction(+:acc0)"));
+    for (int unroll : {2, 3, 4, 8}) {
+      s.unroll = unroll;
+      source = CompiledAndVerified(nt, s);
+      const std::string last = "_u" + std::to_string(unroll - 1);
+      EXPECT_TRUE(Has(source, "pj1 += " + std::to_string(unroll))) << unroll;
+      EXPECT_TRUE(Has(source, "(int64_t)L1_crd[p1" + last + "]")) << unroll;
+      EXPECT_TRUE(Has(source, "T0[p1" + last + "] = acc0" + last + ";")) << unroll;
+      EXPECT_TRUE(Lacks(source, "_u" + std::to_string(unroll))) << unroll;
+    }
+    // C(k,j) row-major: transposed once per call, then the same dot products.
+    KernelRunner& kj = Runner("sddmm", square, {{"k", 45}}, dtype);
+    s.transposed = {"C"};
+    s.unroll = 4;
+    source = CompiledAndVerified(kj, s);
+    EXPECT_TRUE(Has(source, "st_transpose((const value_t*)args->inputs[3], d2, d1, T3_copy"));
+    EXPECT_TRUE(Has(source, "_mm256_unpacklo_ps"));
+    EXPECT_TRUE(Has(source, "pj1 += 4"));
+    // Without the copy C is strided along k: OpenMP's simd reduction, no jam.
+    s.transposed.clear();
+    source = CompiledAndVerified(kj, s);
+    EXPECT_TRUE(Has(source, "reduction(+:acc0)"));
+    EXPECT_TRUE(Lacks(source, "pj1"));
+  }
 }
 
 // Codegen refuses what the kernel ABI cannot carry rather than writing past its arrays.
