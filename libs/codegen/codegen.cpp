@@ -470,7 +470,10 @@ class Emitter {
   // The coordinate of level `level` (whose loop variable is `v`), stored at position
   // p<at>: its own position for a compressed level, its lanes' for a sliced one.
   std::string CoordinateRead(int level, const LoopVar& v, int at) const {
-    const std::string read = "(int64_t)L" + std::to_string(level) + "_crd[" + Pos(at) + "]";
+    return CoordinateAt(level, v, Pos(at));
+  }
+  std::string CoordinateAt(int level, const LoopVar& v, const std::string& position) const {
+    const std::string read = "(int64_t)L" + std::to_string(level) + "_crd[" + position + "]";
     // The segment's base is read once per segment, outside any jammed copy.
     return encodings_[level].relative ? "base_" + RawVarName(v) + " + " + read : read;
   }
@@ -763,6 +766,8 @@ class Emitter {
     const std::string var = VarName(n.var);
     const std::string L = std::to_string(n.level);
     if (n.loop_kind == LoopKind::kLevelC) {
+      if (n.prefetch > 0 && !jam_)
+        EmitPrefetch(n, Pos(n.level) + " + " + std::to_string(n.prefetch));
       DefineCoordinate(n.var, CoordinateRead(n.level, n.var, n.level));
       EmitOutputClearing(n);
       return;
@@ -862,6 +867,78 @@ class Emitter {
       sums = next;
     }
     Line(acc + " += " + sums[0] + ";");
+  }
+
+  // The dense inputs that computes below `n` read through its index, once each.
+  void CollectGathered(const NestNode& n, const std::string& index,
+                       std::vector<const NestAccess*>* out) const {
+    if (n.kind == NestNode::Kind::kCompute) {
+      for (const auto& f : n.factors) {
+        if (f.tensor <= 0 || f.tensor == e_.sparse ||
+            std::find(f.indices.begin(), f.indices.end(), index) == f.indices.end())
+          continue;
+        bool seen = false;
+        for (const NestAccess* o : *out) seen = seen || o->tensor == f.tensor;
+        if (!seen) out->push_back(&f);
+      }
+    }
+    for (const auto& c : n.children) CollectGathered(*c, index, out);
+  }
+
+  // Variables of loops below `n`: its own and every nested loop's, by index.
+  static void CollectInnerVars(const NestNode& n, std::vector<LoopVar>* out) {
+    for (const auto& c : n.children) {
+      if (c->kind == NestNode::Kind::kLoop) out->push_back(c->var);
+      CollectInnerVars(*c, out);
+    }
+  }
+
+  // Prefetches the rows that the iteration at `position` of compressed loop `n` will gather:
+  // in a scope that redefines n's index at that position's coordinate and every index of a
+  // loop below n at its first value, the address of each gathered row, then the rest of the
+  // row (up to 2 KB) a cache line at a time.
+  void EmitPrefetch(const NestNode& n, const std::string& position) {
+    std::vector<const NestAccess*> rows;
+    CollectGathered(n, n.var.index, &rows);
+    if (rows.empty()) return;
+    std::vector<LoopVar> inner;
+    CollectInnerVars(n, &inner);
+    const std::string hi = "hi_" + RawVarName(n.var);
+    Line("if (" + position + " < " + hi + ") {");
+    ++depth_;
+    const std::string coordinate = CoordinateAt(n.level, n.var, position);
+    Line("[[maybe_unused]] const int64_t " + I(n.var.index) + " = " +
+         (n.var.part == SplitPart::kInner ? Outer(n.var.index) + " * " + S(n.var.index) + " + "
+                                          : "") +
+         coordinate + ";");
+    std::set<std::string> defined = {n.var.index};
+    auto has_inner_loop = [&](const std::string& index, bool whole_or_outer) {
+      for (const LoopVar& v : inner) {
+        if (v.index == index && (v.part != SplitPart::kInner) == whole_or_outer) return true;
+      }
+      return false;
+    };
+    for (const LoopVar& v : inner) {
+      if (!defined.insert(v.index).second) continue;
+      // Only the inner part below n: the slice the enclosing outer loop is at.
+      const bool from_zero = has_inner_loop(v.index, true);
+      Line("[[maybe_unused]] const int64_t " + I(v.index) + " = " +
+           (from_zero ? std::string("0") : Outer(v.index) + " * " + S(v.index)) + ";");
+    }
+    for (const NestAccess* f : rows) {
+      const std::string last = nest_.StorageIndices(f->tensor).back();
+      std::string extent = "1";
+      if (last != n.var.index && defined.count(last) && has_inner_loop(last, true)) {
+        extent = D(last);
+      } else if (last != n.var.index && defined.count(last)) {
+        extent = S(last);
+      }
+      Line("for (int64_t b = 0; b < st_min(" + extent +
+           " * (int64_t)sizeof(value_t), 2048); b += 64)");
+      Line("  __builtin_prefetch((const char*)&" + Address(*f) + " + b);");
+    }
+    --depth_;
+    Line("}");
   }
 
   // One sum of a vector reduction: its accumulator and the jammed copy it belongs to.
@@ -970,6 +1047,10 @@ class Emitter {
     Line("for (; " + block + " + " + U + " <= " + hi + "; " + block + " += " + U + ") {");
     ++depth_;
     std::vector<ReductionCopy> copies;
+    if (n.prefetch > 0) {
+      for (int u = 0; u < n.unroll; ++u)
+        EmitPrefetch(n, block + " + " + std::to_string(n.prefetch + u));
+    }
     jam_ = &n;
     for (int u = 0; u < n.unroll; ++u) {
       jam_suffix_ = "_u" + std::to_string(u);

@@ -65,6 +65,9 @@ struct NestNode {
   // vector reduction, that many nonzeros at a time sharing each load of the factors that do
   // not depend on them (unroll-and-jam).
   int unroll = 1;
+  // Compressed loops that gather dense rows through their coordinate: prefetch the rows of the
+  // nonzero this many positions ahead (0: none).
+  int prefetch = 0;
   int group = 1;  // grouped compressed levels: segments are multiples of this
   // Register tiling: this reduction loop accumulates the output slice that `tile_loop` (a
   // split-inner dense loop under it, over the output's last index) ranges over in registers,

@@ -60,6 +60,7 @@ class Lowerer {
     MarkAtomicsAndAssign();
     MarkSimd(nest_->root.get());
     MarkVectorReductions(nest_->root.get());
+    if (s_.prefetch > 0) MarkPrefetches(nest_->root.get());
     MarkRegisterTiles();
     nest_->schedule = s_;
     return std::move(nest_);
@@ -736,6 +737,28 @@ class Lowerer {
     }
   }
 
+  // Does a compute below `n` read a dense input through index `index`?
+  bool GathersThrough(const NestNode& n, const std::string& index) const {
+    if (n.kind == NestNode::Kind::kCompute) {
+      for (const auto& f : n.factors) {
+        if (f.tensor > 0 && f.tensor != e_.sparse && Contains(f.indices, index)) return true;
+      }
+    }
+    for (const auto& c : n.children) {
+      if (GathersThrough(*c, index)) return true;
+    }
+    return false;
+  }
+
+  // Serial compressed loops whose body reads a dense operand at their coordinate take the
+  // schedule's prefetch distance.
+  void MarkPrefetches(NestNode* n) {
+    if (n->kind == NestNode::Kind::kLoop && n->loop_kind == LoopKind::kLevelC && !n->parallel &&
+        GathersThrough(*n, n->var.index))
+      n->prefetch = s_.prefetch;
+    for (auto& c : n->children) MarkPrefetches(c.get());
+  }
+
   void MarkRegisterTiles() {
     if (e_.sparse_output_prefix > 0) return;
     for (const auto& site : sites_) {
@@ -821,6 +844,7 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
               : n.unroll > 1 ? ", " + std::to_string(n.unroll) + " partial sums"
                              : "") +
              (n.group > 1 ? ", groups of " + std::to_string(n.group) : "") +
+             (n.prefetch > 0 ? ", prefetch " + std::to_string(n.prefetch) + " ahead" : "") +
              (n.tile_loop ? ", " + n.tile_loop->var.name + " slice in registers" : "") + "]\n";
       if (n.zero_prefix > 0)
         out += pad + "  zero the " + nest.expression.tensors[0].name + " slice\n";

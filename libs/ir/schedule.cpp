@@ -33,6 +33,7 @@ Schedule& Schedule::operator=(const Schedule& other) {
   threads = other.threads;
   partition = other.partition;
   unroll = other.unroll;
+  prefetch = other.prefetch;
   narrow_coordinates = other.narrow_coordinates;
   transposed = other.transposed;
   return *this;
@@ -191,6 +192,7 @@ nlohmann::json Schedule::ToJson() const {
     if (partition != Partition::kDynamic) j["parallel"]["partition"] = PartitionName(partition);
   }
   if (unroll != 1) j["unroll"] = unroll;
+  if (prefetch != 0) j["prefetch"] = prefetch;
   if (narrow_coordinates) j["narrow_coordinates"] = true;
   if (!transposed.empty()) j["transpose"] = transposed;
   return j;
@@ -207,10 +209,10 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
   if (!j.is_object()) fail("a schedule is a JSON object");
   Schedule s;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* known[] = {"splits",   "tree",    "loop_order", "format",
-                                  "parallel", "kernel",  "expression", "notation",
-                                  "source",   "comment", "unroll",     "narrow_coordinates",
-                                  "transpose"};
+    static const char* known[] = {"splits",    "tree",    "loop_order", "format",
+                                  "parallel",  "kernel",  "expression", "notation",
+                                  "source",    "comment", "unroll",     "narrow_coordinates",
+                                  "transpose", "prefetch"};
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return it.key() == k; }) == std::end(known)) {
       fail("unknown key \"" + it.key() + "\"");
@@ -311,6 +313,12 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
       fail("\"unroll\" must be an integer from 1 to 16");
     s.unroll = j["unroll"].get<int>();
   }
+  if (j.contains("prefetch")) {
+    if (!j["prefetch"].is_number_integer() || j["prefetch"].get<int64_t>() < 0 ||
+        j["prefetch"].get<int64_t>() > kMaxPrefetchDistance)
+      fail("\"prefetch\" must be an integer from 0 to " + std::to_string(kMaxPrefetchDistance));
+    s.prefetch = j["prefetch"].get<int>();
+  }
   if (j.contains("narrow_coordinates")) {
     if (!j["narrow_coordinates"].is_boolean()) fail("\"narrow_coordinates\" must be true or false");
     s.narrow_coordinates = j["narrow_coordinates"].get<bool>();
@@ -354,6 +362,7 @@ std::string Schedule::Summary() const {
              : " | par " + parallel + " chunk " + std::to_string(chunk);
   if (!parallel.empty() && threads) out += " threads " + std::to_string(threads);
   if (unroll > 1) out += " | unroll " + std::to_string(unroll);
+  if (prefetch > 0) out += " | prefetch " + std::to_string(prefetch);
   if (narrow_coordinates) out += " | narrow";
   for (const auto& name : transposed) out += " | " + name + " transposed";
   return out;

@@ -30,6 +30,9 @@ struct ScheduleNode {
   std::unique_ptr<ScheduleNode> Clone() const;
 };
 
+// The farthest a compressed loop may prefetch ahead, in nonzeros.
+constexpr int kMaxPrefetchDistance = 256;
+
 // Format, loop structure and parallelization of one kernel, in plain JSON:
 // {"splits": {"i": 8}, "tree": {"loops": ["i1","k","i0"]}, "format": ["i1:U","k:C","i0:U"],
 //  "parallel": {"index": "i1", "chunk": 32, "threads": 0}}
@@ -55,6 +58,10 @@ struct Schedule {
   // absolute or relative to each segment's first): CoordinateEncoding. Off, every coordinate
   // is a 32-bit integer, as in TACO.
   bool narrow_coordinates = false;
+  // Compressed loops that gather rows of a dense operand through their coordinate (SpMM's
+  // B(k,:), SDDMM's C(j,:), SpMV's x(k)) prefetch the rows of the nonzero this many positions
+  // ahead; 0 leaves it to the hardware, which cannot predict an indirect address.
+  int prefetch = 0;
   // Dense inputs of order 2 that the kernel reads through a transposed copy made on entry (its
   // cost is one pass over the operand per call): SDDMM's C(k,j) becomes contiguous in k.
   std::vector<std::string> transposed;  // sorted, distinct

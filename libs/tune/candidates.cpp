@@ -64,23 +64,30 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
                            {"narrow_coordinates", true}});
     }
   } else if (kernel == "spmm") {
+    // Register tiles of B's rows; the 64-wide one also prefetches the slices of B it gathers.
     for (int64_t tile : {64, 128}) {
       const int64_t j = SplitUpTo(sizes.at("j"), tile);
       if (j < 4) continue;
-      schedules.push_back({{"splits", {{"j", j}}},
-                           {"loop_order", {"i", "j1", "k", "j0"}},
-                           {"format", {"i:U", "k:C"}},
-                           {"parallel", Balanced("i")},
-                           {"narrow_coordinates", true}});
+      for (int prefetch : tile == 64 ? std::vector<int>{0, 8} : std::vector<int>{0}) {
+        schedules.push_back({{"splits", {{"j", j}}},
+                             {"loop_order", {"i", "j1", "k", "j0"}},
+                             {"format", {"i:U", "k:C"}},
+                             {"parallel", Balanced("i")},
+                             {"narrow_coordinates", true},
+                             {"prefetch", prefetch}});
+      }
     }
   } else if (kernel == "sddmm" || kernel == "sddmm_nt") {
-    nlohmann::json s = {{"loop_order", {"i", "j", "k"}},
-                        {"format", {"i:U", "j:C"}},
-                        {"parallel", Balanced("i")},
-                        {"narrow_coordinates", true}};
-    // C(k,j) is read along k: through a transposed copy unless it is given as C(j,k).
-    if (kernel == "sddmm") s["transpose"] = {"C"};
-    schedules.push_back(s);
+    // A dot product per nonzero, four nonzeros of a row at a time sharing each load of B's row
+    // (with and without prefetching the rows of C they gather), or one at a time. C(k,j) is read
+    // along k: through a transposed copy unless it is given as C(j,k).
+    for (auto [unroll, prefetch] : {std::pair{4, 0}, std::pair{4, 4}, std::pair{1, 0}}) {
+      nlohmann::json s = {
+          {"loop_order", {"i", "j", "k"}}, {"format", {"i:U", "j:C"}}, {"parallel", Balanced("i")},
+          {"narrow_coordinates", true},    {"unroll", unroll},         {"prefetch", prefetch}};
+      if (kernel == "sddmm") s["transpose"] = {"C"};
+      schedules.push_back(s);
+    }
   } else if (kernel == "mttkrp") {
     const int64_t j = SplitUpTo(sizes.at("j"), 64);
     if (j >= 4) {

@@ -335,6 +335,43 @@ TEST_F(GeneratedKernels, SddmmDotProductsUseVectorPartialSumsAndJamNonzeros) {
   }
 }
 
+// Prefetch N: a compressed loop that gathers dense rows through its coordinate prefetches the
+// rows of the nonzero N positions ahead (SpMV's x element, SpMM's slice of B's row, SDDMM's
+// row of C), inside its segment only.
+TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathers) {
+  Schedule spmv = FixedCsrSchedule(KernelExpression("spmv"));
+  spmv.prefetch = 16;
+  std::string source = CompiledAndVerified(Runner("spmv", matrix_), spmv);
+  EXPECT_TRUE(Has(source, "if (p1 + 16 < hi_i1) {"));
+  EXPECT_TRUE(Has(source, "const int64_t i1 = (int64_t)L1_crd[p1 + 16];"));
+  EXPECT_TRUE(Has(source, "__builtin_prefetch((const char*)&T2[i1] + b);"));
+  const Schedule tiled = Parse({{"splits", {{"j", 16}}},
+                                {"loop_order", {"i", "j1", "k", "j0"}},
+                                {"format", {"i:U", "k:C"}},
+                                {"parallel", {{"index", "i"}, {"chunk", 4}}},
+                                {"prefetch", 3}});
+  source = CompiledAndVerified(Runner("spmm", matrix_, {{"j", 40}}), tiled);
+  EXPECT_TRUE(Has(source, "const int64_t i1 = i1o * s1;"));  // the slice the tile covers
+  EXPECT_TRUE(Has(source, "st_min(s1 * (int64_t)sizeof(value_t), 2048)"));
+  EXPECT_TRUE(Has(source, "__builtin_prefetch((const char*)&T2[(i2) * d1 + i1] + b);"));
+  const CooTensor square = testing::RandomSparse({53, 53}, 600, 5);
+  const Schedule jammed = Parse({{"loop_order", {"i", "j", "k"}},
+                                 {"format", {"i:U", "j:C"}},
+                                 {"parallel", {{"index", "i"}, {"partition", "balanced"}}},
+                                 {"unroll", 4},
+                                 {"prefetch", 2}});
+  source = CompiledAndVerified(Runner("sddmm_nt", square, {{"k", 45}}), jammed);
+  // One per jammed copy: positions pj1 + 2 .. pj1 + 5, whole rows of C (d2 values).
+  EXPECT_TRUE(Has(source, "L1_crd[pj1 + 5]"));
+  EXPECT_TRUE(Has(source, "st_min(d2 * (int64_t)sizeof(value_t), 2048)"));
+  EXPECT_TRUE(Has(source, "__builtin_prefetch((const char*)&T3[(i1) * d2 + i2] + b);"));
+  // B(i,k) does not depend on j: never prefetched.
+  EXPECT_TRUE(Lacks(source, "&T2[(i0) * d2 + i2] + b"));
+  // Out of range.
+  EXPECT_THROW(Parse({{"prefetch", -1}}), InputError);
+  EXPECT_THROW(Parse({{"prefetch", kMaxPrefetchDistance + 1}}), InputError);
+}
+
 // Codegen refuses what the kernel ABI cannot carry rather than writing past its arrays.
 TEST(Codegen, RefusesMoreIndicesThanTheAbiCarries) {
   std::string lhs = "y(", rhs;
