@@ -14,6 +14,7 @@ packages=(
   libtorch-dev zlib1g-dev libarchive-dev libgtest-dev
   clang libclang-rt-14-dev
   libeigen3-dev librsb-dev libgraphblas-dev
+  libmetis-dev libigraph-dev
 )
 
 while [ $# -gt 0 ]; do
