@@ -1,6 +1,7 @@
 #include "codegen/codegen.hpp"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <sstream>
 
@@ -47,6 +48,7 @@ class Emitter {
     Line("static inline int64_t st_min(int64_t a, int64_t b) { return a < b ? a : b; }");
     if (ScratchSlots() > 0) EmitScratchCache();
     if (HasTransposedInput()) EmitTransposeFunction();
+    if (Reordered()) EmitReorderFunctions();
     if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
     CollectTiles(*nest_.root);
     if (!tiles_.empty() || HasVectorReduction(*nest_.root)) EmitVectorTypes();
@@ -61,6 +63,18 @@ class Emitter {
     for (size_t t = 1; t < e_.tensors.size(); ++t) {
       if (IsTransposed(static_cast<int>(t)))
         Line("st_scratch_give(" + std::to_string(t) + ", T" + std::to_string(t) + "_copy);");
+      if (IsReordered(static_cast<int>(t)))
+        Line("if (T" + std::to_string(t) + "_reordered) st_scratch_give(" +
+             std::to_string(ReorderSlot(static_cast<int>(t))) + ", T" + std::to_string(t) +
+             "_reordered);");
+    }
+    if (IsReordered(0)) {
+      const auto rc = ReorderShape(0);
+      Line("if (T0 != T0_given) {");
+      Line("  st_reorder(T0, T0_given, " + rc[0] + ", " + rc[1] + ", " + rc[2] + ", " + rc[3] +
+           ", /*scatter=*/1, nthreads);");
+      Line("  st_scratch_give(" + std::to_string(ReorderSlot(0)) + ", T0);");
+      Line("}");
     }
     Line("return 0;");
     --depth_;
@@ -153,17 +167,32 @@ class Emitter {
     }
     Line("const value_t* __restrict A_vals = (const value_t*)args->sparse_values;  // " +
          e_.sparse_input().name);
+    if (Reordered()) {
+      for (const std::string& index : e_.sparse_input().indices) {
+        Line("const int32_t* " + P(index) + " = args->tuned_order ? nullptr : args->old_of_new[" +
+             std::to_string(e_.IndexId(index)) + "];  // renumbered " + index);
+      }
+    }
     for (size_t t = 1; t < e_.tensors.size(); ++t) {
       if (static_cast<int>(t) == e_.sparse) continue;
       const std::string T = std::to_string(t);
       if (IsTransposed(static_cast<int>(t))) {
         EmitTransposedCopy(static_cast<int>(t));
-        continue;
+      } else {
+        Line("const value_t* __restrict T" + T + " = (const value_t*)args->inputs[" + T +
+             "];  // " + e_.tensors[t].name);
       }
-      Line("const value_t* __restrict T" + T + " = (const value_t*)args->inputs[" + T + "];  // " +
-           e_.tensors[t].name);
+      if (IsReordered(static_cast<int>(t))) EmitReorderedInput(static_cast<int>(t));
     }
-    Line("value_t* __restrict T0 = (value_t*)args->output;  // " + e_.tensors[0].name);
+    if (IsReordered(0)) {
+      // Computed in the renumbered order into a kept buffer, scattered to the caller's on exit.
+      Line("value_t* const T0_given = (value_t*)args->output;  // " + e_.tensors[0].name);
+      Line("value_t* __restrict T0 = " + ReorderCondition(0) + " ? (value_t*)st_scratch_take(" +
+           std::to_string(ReorderSlot(0)) + ", sizeof(value_t) * " +
+           Product(e_.tensors[0].indices) + ") : T0_given;");
+    } else {
+      Line("value_t* __restrict T0 = (value_t*)args->output;  // " + e_.tensors[0].name);
+    }
     if (nest_.zero_output) {
       Line("{");
       ++depth_;
@@ -314,6 +343,89 @@ class Emitter {
   // Buffers kept between calls, one per slot: transposed copies (slot = tensor) and shared
   // workspaces (after them).
   int TempSlot(size_t temp) const { return static_cast<int>(e_.tensors.size() + temp); }
+  // ---- renumbered rows and columns ---------------------------------------------------------
+
+  bool Reordered() const { return nest_.storage.ordering != OrderingKind::kNone; }
+  std::string P(const std::string& index) const { return "P" + std::to_string(e_.IndexId(index)); }
+  bool IsPermutedIndex(const std::string& index) const {
+    const auto& sparse = e_.sparse_input().indices;
+    return Reordered() && std::find(sparse.begin(), sparse.end(), index) != sparse.end();
+  }
+  // A dense tensor (or the dense output) indexed by a renumbered index: permuted on entry (or
+  // on exit).
+  bool IsReordered(int tensor) const {
+    if (tensor == e_.sparse || (tensor == 0 && e_.sparse_output_prefix > 0)) return false;
+    for (const auto& index : e_.tensors[tensor].indices) {
+      if (IsPermutedIndex(index)) return true;
+    }
+    return false;
+  }
+  int ReorderSlot(int tensor) const {
+    return static_cast<int>(e_.tensors.size() + nest_.temps.size()) + tensor;
+  }
+  // st_reorder's rows, columns and their permutations for the tensor as stored.
+  std::array<std::string, 4> ReorderShape(int tensor) const {
+    const std::vector<std::string> storage = nest_.StorageIndices(tensor);
+    std::array<std::string, 4> out = {"1", "1", "nullptr", "nullptr"};
+    if (storage.size() == 1) {
+      out[0] = D(storage[0]);
+      if (IsPermutedIndex(storage[0])) out[2] = P(storage[0]);
+    } else {
+      out[0] = D(storage[0]);
+      for (size_t k = 1; k < storage.size(); ++k) out[1] += " * " + D(storage[k]);
+      if (IsPermutedIndex(storage[0])) out[2] = P(storage[0]);
+      if (storage.size() == 2 && IsPermutedIndex(storage[1])) out[3] = P(storage[1]);
+    }
+    return out;
+  }
+  std::string ReorderCondition(int tensor) const {
+    const auto rc = ReorderShape(tensor);
+    return "(" + rc[2] + " || " + rc[3] + ")";
+  }
+
+  void EmitReorderedInput(int t) {
+    const std::string T = std::to_string(t);
+    const auto rc = ReorderShape(t);
+    Line("value_t* T" + T + "_reordered = nullptr;  // " + e_.tensors[t].name +
+         " in the renumbered order");
+    Line("if " + ReorderCondition(t) + " {");
+    Line("  T" + T + "_reordered = (value_t*)st_scratch_take(" + std::to_string(ReorderSlot(t)) +
+         ", sizeof(value_t) * " + rc[0] + " * " + rc[1] + ");");
+    Line("  st_reorder(T" + T + ", T" + T + "_reordered, " + rc[0] + ", " + rc[1] + ", " + rc[2] +
+         ", " + rc[3] + ", /*scatter=*/0, nthreads);");
+    Line("  T" + T + " = T" + T + "_reordered;");
+    Line("}");
+  }
+
+  // Row-major rows x cols: gather dst[r][c] = src[R[r]][C[c]], or scatter dst[R[r]][C[c]] =
+  // src[r][c] (R, C map renumbered to original; null is the identity). Rows go to threads.
+  void EmitReorderFunctions() {
+    Line("static void st_reorder(const value_t* __restrict src, value_t* __restrict dst,");
+    Line("                       int64_t rows, int64_t cols, const int32_t* R, const int32_t* C,");
+    Line("                       int scatter, int nthreads) {");
+    Line("  if (cols == 1 && R && !C) {  // a vector");
+    Line("    #pragma omp parallel for schedule(static) num_threads(nthreads)");
+    Line("    for (int64_t r = 0; r < rows; ++r) {");
+    Line("      if (scatter) dst[R[r]] = src[r]; else dst[r] = src[R[r]];");
+    Line("    }");
+    Line("    return;");
+    Line("  }");
+    Line("  #pragma omp parallel for schedule(static) num_threads(nthreads)");
+    Line("  for (int64_t r = 0; r < rows; ++r) {");
+    Line("    const int64_t o = R ? R[r] : r;");
+    Line("    const value_t* s = src + (scatter ? r : o) * cols;");
+    Line("    value_t* d = dst + (scatter ? o : r) * cols;");
+    Line("    if (!C) {");
+    Line("      memcpy(d, s, sizeof(value_t) * cols);");
+    Line("    } else if (scatter) {");
+    Line("      for (int64_t c = 0; c < cols; ++c) d[C[c]] = s[c];");
+    Line("    } else {");
+    Line("      for (int64_t c = 0; c < cols; ++c) d[c] = s[C[c]];");
+    Line("    }");
+    Line("  }");
+    Line("}");
+  }
+
   bool HasTransposedInput() const {
     for (size_t t = 1; t < e_.tensors.size(); ++t) {
       if (IsTransposed(static_cast<int>(t))) return true;
@@ -324,7 +436,8 @@ class Emitter {
     bool any = false;
     for (size_t t = 1; t < e_.tensors.size(); ++t) any = any || IsTransposed(static_cast<int>(t));
     for (const auto& temp : nest_.temps) any = any || (!temp.scalar() && !temp.per_thread);
-    return any ? TempSlot(nest_.temps.size()) : 0;
+    for (size_t t = 0; t < e_.tensors.size(); ++t) any = any || IsReordered(static_cast<int>(t));
+    return any ? ReorderSlot(static_cast<int>(e_.tensors.size())) : 0;
   }
 
   // A large buffer malloc'd per call is mapped afresh and faulted in page by page on every

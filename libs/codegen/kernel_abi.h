@@ -14,14 +14,19 @@
     const int32_t* base; /* C levels with relative coordinates: one per parent position */     \
   } st_level;                                                                                  \
   typedef struct st_args {                                                                     \
-    int64_t dims[16];            /* per index, in the expression's index order */              \
-    int64_t splits[16];          /* per index; 1 when unsplit */                               \
-    st_level levels[16];         /* levels of the sparse operand */                            \
-    const void* sparse_values;   /* values of the sparse operand */                            \
-    const void* inputs[16];      /* dense inputs by tensor id (0 is the output) */             \
-    void* output;                /* dense output, or the values of a sparse output */          \
-    int64_t chunk;               /* OpenMP dynamic chunk */                                    \
-    int64_t threads;             /* 0: all hardware threads */                                 \
+    int64_t dims[16];          /* per index, in the expression's index order */                \
+    int64_t splits[16];        /* per index; 1 when unsplit */                                 \
+    st_level levels[16];       /* levels of the sparse operand */                              \
+    const void* sparse_values; /* values of the sparse operand */                              \
+    const void* inputs[16];    /* dense inputs by tensor id (0 is the output) */               \
+    void* output;              /* dense output, or the values of a sparse output */            \
+    int64_t chunk;             /* OpenMP dynamic chunk */                                      \
+    int64_t threads;           /* 0: all hardware threads */                                   \
+    /* per index: the original number of each renumbered row or column of a reordered sparse   \
+       operand (null: not renumbered); dense operands and the output are permuted on entry and \
+       exit unless tuned_order is nonzero (then they are given in the renumbered order) */     \
+    const int32_t* old_of_new[16];                                                             \
+    int64_t tuned_order;                                                                       \
   } st_args;
 
 #define SPARSETUNE_KERNEL_ENTRY "sparsetune_kernel"

@@ -142,6 +142,11 @@ class Lowerer {
     for (const auto& [name, group] : s_.groups) {
       if (!Contains(seen, name)) Fail("the format groups " + name + ", which it does not list");
     }
+    f.ordering = s_.ordering;
+    if (f.ordering != OrderingKind::kNone && sparse.indices.size() != 2)
+      Fail(std::string("the ") + OrderingName(f.ordering) + " ordering renumbers a matrix's rows " +
+           "and columns; " + sparse.name + " has " + std::to_string(sparse.indices.size()) +
+           " indices");
     nest_->storage = f;
   }
 

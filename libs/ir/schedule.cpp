@@ -34,6 +34,7 @@ Schedule& Schedule::operator=(const Schedule& other) {
   partition = other.partition;
   unroll = other.unroll;
   prefetch = other.prefetch;
+  ordering = other.ordering;
   narrow_coordinates = other.narrow_coordinates;
   transposed = other.transposed;
   return *this;
@@ -193,6 +194,7 @@ nlohmann::json Schedule::ToJson() const {
   }
   if (unroll != 1) j["unroll"] = unroll;
   if (prefetch != 0) j["prefetch"] = prefetch;
+  if (ordering != OrderingKind::kNone) j["ordering"] = OrderingName(ordering);
   if (narrow_coordinates) j["narrow_coordinates"] = true;
   if (!transposed.empty()) j["transpose"] = transposed;
   return j;
@@ -209,10 +211,10 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
   if (!j.is_object()) fail("a schedule is a JSON object");
   Schedule s;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* known[] = {"splits",    "tree",    "loop_order", "format",
-                                  "parallel",  "kernel",  "expression", "notation",
-                                  "source",    "comment", "unroll",     "narrow_coordinates",
-                                  "transpose", "prefetch"};
+    static const char* known[] = {"splits",    "tree",     "loop_order", "format",
+                                  "parallel",  "kernel",   "expression", "notation",
+                                  "source",    "comment",  "unroll",     "narrow_coordinates",
+                                  "transpose", "prefetch", "ordering"};
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return it.key() == k; }) == std::end(known)) {
       fail("unknown key \"" + it.key() + "\"");
@@ -319,6 +321,10 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
       fail("\"prefetch\" must be an integer from 0 to " + std::to_string(kMaxPrefetchDistance));
     s.prefetch = j["prefetch"].get<int>();
   }
+  if (j.contains("ordering")) {
+    if (!j["ordering"].is_string() || !ParseOrdering(j["ordering"].get<std::string>(), &s.ordering))
+      fail("\"ordering\" must be one of none, rcm, degree, partition, community");
+  }
   if (j.contains("narrow_coordinates")) {
     if (!j["narrow_coordinates"].is_boolean()) fail("\"narrow_coordinates\" must be true or false");
     s.narrow_coordinates = j["narrow_coordinates"].get<bool>();
@@ -363,6 +369,7 @@ std::string Schedule::Summary() const {
   if (!parallel.empty() && threads) out += " threads " + std::to_string(threads);
   if (unroll > 1) out += " | unroll " + std::to_string(unroll);
   if (prefetch > 0) out += " | prefetch " + std::to_string(prefetch);
+  if (ordering != OrderingKind::kNone) out += std::string(" | ordered ") + OrderingName(ordering);
   if (narrow_coordinates) out += " | narrow";
   for (const auto& name : transposed) out += " | " + name + " transposed";
   return out;

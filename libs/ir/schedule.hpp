@@ -62,6 +62,9 @@ struct Schedule {
   // B(k,:), SDDMM's C(j,:), SpMV's x(k)) prefetch the rows of the nonzero this many positions
   // ahead; 0 leaves it to the hardware, which cannot predict an indirect address.
   int prefetch = 0;
+  // Matrices: rows (and columns, when square) renumbered for locality before packing; the
+  // kernel permutes its dense operands on entry and its output on exit.
+  OrderingKind ordering = OrderingKind::kNone;
   // Dense inputs of order 2 that the kernel reads through a transposed copy made on entry (its
   // cost is one pass over the operand per call): SDDMM's C(k,j) becomes contiguous in k.
   std::vector<std::string> transposed;  // sorted, distinct

@@ -7,6 +7,7 @@
 
 #include "base/errors.hpp"
 #include "ir/loop_nest.hpp"
+#include "ordering/ordering.hpp"
 
 namespace sparsetune {
 
@@ -54,26 +55,55 @@ std::string FormatKey(const StorageFormat& f) {
     key += std::to_string(l.mode) + ":" + std::to_string(int(l.part)) + ":" +
            std::to_string(int(l.kind)) + ":" + std::to_string(l.group) + ";";
   }
-  return key;
+  return key + "ordering" + OrderingName(f.ordering);
 }
 }  // namespace
 
+const KernelRunner::Reordering* KernelRunner::ReorderingFor(OrderingKind kind,
+                                                            std::string* refusal) {
+  for (auto& [k, r] : reorderings_) {
+    if (k == kind) return &r;
+  }
+  *refusal = OrderingRefusal(sparse_, kind);
+  if (!refusal->empty()) return nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  Reordering r;
+  auto ordering = std::make_shared<MatrixOrdering>(ComputeOrdering(sparse_, kind));
+  r.tensor = std::make_shared<const CooTensor>(PermuteMatrix(sparse_, *ordering));
+  r.ordering = std::move(ordering);
+  r.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // The permutations are small; the renumbered copies of a large operand are not: keep two.
+  if (reorderings_.size() >= 2) reorderings_.erase(reorderings_.begin());
+  reorderings_.emplace_back(kind, std::move(r));
+  return &reorderings_.back().second;
+}
+
 std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& format,
                                                           const PackOptions& pack_options,
-                                                          std::string* refusal, double* pack_ms) {
+                                                          std::string* refusal, double* pack_ms,
+                                                          double* ordering_ms) {
   const std::string key = FormatKey(format) + "cap" + std::to_string(pack_options.padding_cap) +
                           (pack_options.narrow_coordinates ? "narrow" : "wide");
+  const Reordering* reordering = nullptr;
+  if (format.ordering != OrderingKind::kNone) {
+    reordering = ReorderingFor(format.ordering, refusal);
+    if (!reordering) return nullptr;
+    *ordering_ms = reordering->ms;
+  }
   for (auto& entry : packs_) {
     if (entry.key == key) {
       *pack_ms = entry.packed->pack_ms;
       return entry.packed;
     }
   }
-  PackOutcome outcome = Pack(sparse_, format, dtype_, pack_options);
+  PackOutcome outcome =
+      Pack(reordering ? *reordering->tensor : sparse_, format, dtype_, pack_options);
   if (!outcome.packed) {
     *refusal = outcome.refusal;
     return nullptr;
   }
+  if (reordering) outcome.packed->ordering = reordering->ordering;
   *pack_ms = outcome.packed->pack_ms;
   constexpr size_t kKeep = 3;
   if (packs_.size() >= kKeep) packs_.erase(packs_.begin());
@@ -104,7 +134,8 @@ std::string KernelRunner::Source(const Schedule& input_schedule, const RunOption
   pack_options.narrow_coordinates = schedule.narrow_coordinates;
   std::string refusal;
   double pack_ms = 0;
-  auto packed = PackFor(lowered.nest->storage, pack_options, &refusal, &pack_ms);
+  double ordering_ms = 0;
+  auto packed = PackFor(lowered.nest->storage, pack_options, &refusal, &pack_ms, &ordering_ms);
   if (!packed) {
     *error = std::string(RunStatusName(RunStatus::kFormatRefused)) + ": " + refusal;
     return "";
@@ -133,7 +164,8 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   PackOptions pack_options;
   pack_options.padding_cap = options.padding_cap;
   pack_options.narrow_coordinates = schedule.narrow_coordinates;
-  prepared.packed_ = PackFor(nest.storage, pack_options, &refusal, &result.pack_ms);
+  prepared.packed_ =
+      PackFor(nest.storage, pack_options, &refusal, &result.pack_ms, &result.ordering_ms);
   if (!prepared.packed_) {
     result.status = RunStatus::kFormatRefused;
     result.message = refusal;
@@ -165,6 +197,15 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   }
   args.chunk = schedule.chunk;
   args.threads = schedule.threads;
+  if (packed.ordering) {
+    const auto& modes = expression_.sparse_input().indices;
+    const std::vector<int32_t>* old_of_new[2] = {&packed.ordering->old_rows,
+                                                 &packed.ordering->old_cols};
+    for (int m = 0; m < 2; ++m) {
+      if (!old_of_new[m]->empty())
+        args.old_of_new[expression_.IndexId(modes[m])] = old_of_new[m]->data();
+    }
+  }
 
   int output_levels = 0;
   while (output_levels < static_cast<int>(nest.storage.levels.size()) &&
@@ -249,10 +290,16 @@ bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed,
         ref.prefix_coords.empty() ? 0 : static_cast<int64_t>(ref.prefix_coords[0].size());
     int64_t row = 0;
     std::vector<std::pair<std::vector<int64_t>, int64_t>> visited;
+    // A renumbered operand's coordinates go back to the original numbering first.
+    const MatrixOrdering* ordering = packed.ordering.get();
     ForEachPosition(packed, output_levels,
                     [&](int64_t position, const std::vector<int64_t>& modes) {
-                      visited.emplace_back(
-                          std::vector<int64_t>(modes.begin(), modes.begin() + prefix), position);
+                      std::vector<int64_t> original(modes.begin(), modes.begin() + prefix);
+                      if (ordering && prefix > 0 && !ordering->old_rows.empty())
+                        original[0] = ordering->old_rows[original[0]];
+                      if (ordering && prefix > 1 && !ordering->old_cols.empty())
+                        original[1] = ordering->old_cols[original[1]];
+                      visited.emplace_back(std::move(original), position);
                     });
     std::sort(visited.begin(), visited.end());
     for (const auto& [coords, position] : visited) {

@@ -43,6 +43,9 @@ struct RunResult {
   double max_relative_error = 0;
   TimingResult time;
   double pack_ms = 0;
+  // Renumbering the rows and columns (computing the ordering and permuting the entries),
+  // before packing; counted once per ordering and runner, like packing.
+  double ordering_ms = 0;
   double compile_ms = 0;
   double verify_run_ms = 0;  // the verifying call alone
   bool compile_cached = false;
@@ -106,7 +109,15 @@ class KernelRunner {
  private:
   std::shared_ptr<const PackedTensor> PackFor(const StorageFormat& format,
                                               const PackOptions& pack_options, std::string* refusal,
-                                              double* pack_ms);
+                                              double* pack_ms, double* ordering_ms);
+  // The operand renumbered by `kind` (computed once per kind); null with the reason when the
+  // ordering does not apply to it.
+  struct Reordering {
+    std::shared_ptr<const MatrixOrdering> ordering;
+    std::shared_ptr<const CooTensor> tensor;
+    double ms = 0;  // computing the ordering and permuting the entries
+  };
+  const Reordering* ReorderingFor(OrderingKind kind, std::string* refusal);
   bool Verify(const ValueBuffer& output, const PackedTensor& packed, int output_levels,
               std::string* message, double* max_error);
 
@@ -123,6 +134,7 @@ class KernelRunner {
     std::shared_ptr<const PackedTensor> packed;
   };
   std::vector<PackEntry> packs_;
+  std::vector<std::pair<OrderingKind, Reordering>> reorderings_;
 };
 
 // For bulk measurement: verifies first and times only when the verifying run stayed under

@@ -227,39 +227,6 @@ std::vector<int32_t> LouvainCommunities(const Adjacency& g) {
 
 }  // namespace
 
-const char* OrderingName(OrderingKind kind) {
-  switch (kind) {
-    case OrderingKind::kNone:
-      return "none";
-    case OrderingKind::kRcm:
-      return "rcm";
-    case OrderingKind::kDegree:
-      return "degree";
-    case OrderingKind::kPartition:
-      return "partition";
-    case OrderingKind::kCommunity:
-      return "community";
-  }
-  return "none";
-}
-
-bool ParseOrdering(const std::string& name, OrderingKind* kind) {
-  for (OrderingKind k : {OrderingKind::kNone, OrderingKind::kRcm, OrderingKind::kDegree,
-                         OrderingKind::kPartition, OrderingKind::kCommunity}) {
-    if (name == OrderingName(k)) {
-      *kind = k;
-      return true;
-    }
-  }
-  return false;
-}
-
-const std::vector<OrderingKind>& AllOrderings() {
-  static const std::vector<OrderingKind> all = {OrderingKind::kRcm, OrderingKind::kDegree,
-                                                OrderingKind::kPartition, OrderingKind::kCommunity};
-  return all;
-}
-
 std::string OrderingRefusal(const CooTensor& tensor, OrderingKind kind) {
   if (kind == OrderingKind::kNone) return "";
   if (tensor.order() != 2)
@@ -296,20 +263,9 @@ MatrixOrdering ComputeOrdering(const CooTensor& matrix, OrderingKind kind) {
                                                   : LouvainCommunities(g);
   }
   if (square) out.cols = out.rows;
+  out.Invert();
   out.compute_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return out;
-}
-
-CooTensor PermuteMatrix(const CooTensor& matrix, const MatrixOrdering& ordering) {
-  CooTensor out = matrix;
-  if (!ordering.rows.empty()) {
-    for (auto& r : out.coords[0]) r = ordering.rows[r];
-  }
-  if (!ordering.cols.empty()) {
-    for (auto& c : out.coords[1]) c = ordering.cols[c];
-  }
-  out.Canonicalize();
   return out;
 }
 

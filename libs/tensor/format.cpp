@@ -63,6 +63,10 @@ std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
              std::to_string(order) + " tensor";
     (l.part == SplitPart::kWhole ? whole : l.part == SplitPart::kOuter ? outer : inner)[l.mode]++;
   }
+  if (ordering != OrderingKind::kNone && order != 2)
+    return std::string("the ") + OrderingName(ordering) +
+           " ordering renumbers a matrix's rows and " + "columns; this tensor has " +
+           std::to_string(order) + " modes";
   for (size_t l = 0; l < levels.size(); ++l) {
     if (levels[l].group != 1 && (levels[l].kind != LevelKind::kCompressed || levels[l].group < 1 ||
                                  levels[l].group > kMaxGroup))
@@ -105,6 +109,7 @@ std::string StorageFormat::Describe(const std::vector<std::string>& names) const
     out +=
         l.group > 1 ? ":G" + std::to_string(l.group) : std::string(":") + LevelKindLetter(l.kind);
   }
+  if (ordering != OrderingKind::kNone) out += std::string(" ordered ") + OrderingName(ordering);
   return out;
 }
 

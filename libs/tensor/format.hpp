@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/permutation.hpp"
+
 namespace sparsetune {
 
 // Level format of one storage level: U (dense range), C (pos/crd), or S (sliced): a compressed
@@ -40,6 +42,9 @@ constexpr int kMaxGroup = 64;
 struct StorageFormat {
   std::vector<int64_t> split;
   std::vector<LevelSpec> levels;
+  // Matrices: the rows (and, when square, the columns alike) are renumbered by this ordering
+  // before the levels are built.
+  OrderingKind ordering = OrderingKind::kNone;
 
   static StorageFormat Csr();
   static StorageFormat Csf(int order);  // all levels compressed, mode order
@@ -49,7 +54,9 @@ struct StorageFormat {
   std::string Check(const std::vector<int64_t>& dims) const;
   // "i1:U k1:C i0:U k0:U" with the given mode names.
   std::string Describe(const std::vector<std::string>& mode_names) const;
-  bool operator==(const StorageFormat& o) const { return split == o.split && levels == o.levels; }
+  bool operator==(const StorageFormat& o) const {
+    return split == o.split && levels == o.levels && ordering == o.ordering;
+  }
 };
 
 // How a compressed level stores its coordinates for kernels: unsigned integers of `bits` bits

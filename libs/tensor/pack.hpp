@@ -10,6 +10,7 @@
 #include "base/dtype.hpp"
 #include "tensor/coo.hpp"
 #include "tensor/format.hpp"
+#include "tensor/permutation.hpp"
 
 namespace sparsetune {
 
@@ -51,6 +52,9 @@ struct PackedTensor {
   BulkVector<double> values_f64;  // filled when dtype is f64
   int64_t nnz = 0;                // entries of the source tensor
   double pack_ms = 0;
+  // format.ordering's permutation (the levels hold the renumbered coordinates); null when the
+  // format keeps the tensor's order.
+  std::shared_ptr<const MatrixOrdering> ordering;
 
   int64_t stored() const { return levels.empty() ? 1 : levels.back().positions; }
   const void* values_data() const {

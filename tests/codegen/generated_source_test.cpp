@@ -17,6 +17,7 @@
 #include "ir/loop_nest.hpp"
 #include "measure/runner.hpp"
 #include "support/test_data.hpp"
+#include "tensor/permutation.hpp"
 
 namespace sparsetune {
 namespace {
@@ -370,6 +371,52 @@ TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathe
   // Out of range.
   EXPECT_THROW(Parse({{"prefetch", -1}}), InputError);
   EXPECT_THROW(Parse({{"prefetch", kMaxPrefetchDistance + 1}}), InputError);
+}
+
+// A reordered operand: rows (and columns, when square) renumbered before packing; the kernel
+// gathers its dense inputs into the renumbered order and scatters its dense output back, so the
+// caller sees the original numbering. Sparse outputs stay by position.
+TEST_F(GeneratedKernels, OrderingsPermuteOperandsOnEntryAndTheOutputOnExit) {
+  const CooTensor square = testing::RandomSparse({90, 90}, 900, 13);
+  Schedule spmv = FixedCsrSchedule(KernelExpression("spmv"));
+  Schedule spmm = Parse({{"splits", {{"j", 16}}},
+                         {"loop_order", {"i", "j1", "k", "j0"}},
+                         {"format", {"i:U", "k:C"}},
+                         {"parallel", {{"index", "i"}, {"chunk", 4}}}});
+  Schedule sddmm = Parse({{"loop_order", {"i", "j", "k"}},
+                          {"format", {"i:U", "j:C"}},
+                          {"parallel", {{"index", "i"}, {"partition", "balanced"}}},
+                          {"unroll", 4},
+                          {"transpose", {"C"}}});
+  for (OrderingKind kind : AllOrderings()) {
+    SCOPED_TRACE(OrderingName(kind));
+    spmv.ordering = spmm.ordering = sddmm.ordering = kind;
+    std::string source = CompiledAndVerified(Runner("spmv", square), spmv);
+    EXPECT_TRUE(
+        Has(source, "const int32_t* P1 = args->tuned_order ? nullptr : args->old_of_new[1];"));
+    EXPECT_TRUE(Has(source, "st_reorder(T2, T2_reordered, d1, 1, P1, nullptr, /*scatter=*/0"));
+    EXPECT_TRUE(Has(source, "st_reorder(T0, T0_given, d0, 1, P0, nullptr, /*scatter=*/1"));
+    source = CompiledAndVerified(Runner("spmm", square, {{"j", 40}}), spmm);
+    EXPECT_TRUE(Has(source, "st_reorder(T2, T2_reordered, d2, 1 * d1, P2, nullptr"));
+    source = CompiledAndVerified(Runner("sddmm", square, {{"k", 24}}), sddmm);
+    // C(k,j) transposed, then its rows (j) renumbered; D is sparse: no scatter.
+    EXPECT_TRUE(Has(source, "st_reorder(T3, T3_reordered, d1, 1 * d2, P1, nullptr"));
+    EXPECT_TRUE(Lacks(source, "T0_given"));
+    CompiledAndVerified(Runner("sddmm_nt", square, {{"k", 24}}), sddmm);
+  }
+  // Rectangular: rows only, by degree; the symmetric orderings are refused with the reason.
+  const CooTensor wide = testing::RandomSparse({70, 110}, 700, 14);
+  spmv.ordering = OrderingKind::kDegree;
+  CompiledAndVerified(Runner("spmv", wide), spmv);
+  spmv.ordering = OrderingKind::kRcm;
+  RunOptions options;
+  const RunResult refused = Runner("spmv", wide).Run(spmv, options);
+  EXPECT_EQ(refused.status, RunStatus::kFormatRefused);
+  EXPECT_NE(refused.message.find("square"), std::string::npos) << refused.message;
+  // A tensor of order 3 has no ordering.
+  Schedule mttkrp = FixedCsrSchedule(KernelExpression("mttkrp"));
+  mttkrp.ordering = OrderingKind::kDegree;
+  EXPECT_FALSE(Lower(KernelExpression("mttkrp"), mttkrp).nest);
 }
 
 // Codegen refuses what the kernel ABI cannot carry rather than writing past its arrays.
