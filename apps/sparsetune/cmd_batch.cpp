@@ -23,6 +23,7 @@ namespace sparsetune::cli {
 namespace {
 
 struct BatchOptions {
+  std::vector<OrderingKind> orderings = TuneRequest::DefaultOrderings();
   std::vector<std::string> paths;
   std::string catalog;
   std::string root;
@@ -122,6 +123,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   tune.max_ms = o.max_ms;
   tune.top_k = o.top_k;
   tune.seed = o.seed;
+  tune.orderings = o.orderings;
 
   // Rows reach the summary as they finish, so a killed batch leaves what it did.
   std::ofstream summary;
@@ -220,6 +222,7 @@ void RegisterBatch(CLI::App& app, Context& context) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+  AddOrderingsOption(sub, o->orderings);
   sub->add_flag("--json", o->json, "One JSON object on stdout, the summary rows under matrices");
   sub->callback([o, &context] { RunBatchCommand(*o, context); });
 }

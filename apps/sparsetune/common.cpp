@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "tune/tune.hpp"
+
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +11,7 @@
 #include "ir/kernels.hpp"
 #include "superschedule/random_schedule.hpp"
 #include "superschedule/waco_template.hpp"
+#include "tune/tune.hpp"
 
 namespace sparsetune::cli {
 
@@ -96,6 +99,39 @@ Schedule SampleSchedule(const std::string& kernel, const Expression& expression,
   GenericSampleOptions options;
   options.max_threads = HardwareThreads();
   return SampleGenericSchedule(expression, sizes, rng, options);
+}
+
+void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings) {
+  sub->add_option_function<std::string>(
+         "--orderings",
+         [&orderings](const std::string& text) {
+           orderings.clear();
+           if (text == "auto") {
+             orderings = TuneRequest::DefaultOrderings();
+             return;
+           }
+           if (text == "none") return;
+           if (text == "all") {
+             orderings = AllOrderings();
+             return;
+           }
+           size_t begin = 0;
+           while (begin <= text.size()) {
+             const size_t end = std::min(text.find(',', begin), text.size());
+             OrderingKind kind;
+             const std::string name = text.substr(begin, end - begin);
+             if (!ParseOrdering(name, &kind) || kind == OrderingKind::kNone)
+               throw InputError("--orderings: unknown ordering '" + name +
+                                "' (auto, none, all, or a list of rcm, degree, partition, "
+                                "community)");
+             orderings.push_back(kind);
+             begin = end + 1;
+           }
+         },
+         "Row and column orderings tried on the best schedules (matrices): auto (degree, rcm, and "
+         "partition up to 4M nonzeros), none, all (also Louvain communities: slow on large "
+         "graphs), or a list such as rcm,degree")
+      ->default_str("auto");
 }
 
 void AddDatabaseOption(CLI::App* sub, std::string& path) {

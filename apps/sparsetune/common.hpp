@@ -11,6 +11,7 @@
 #include "base/dtype.hpp"
 #include "ir/expression.hpp"
 #include "ir/schedule.hpp"
+#include "tensor/permutation.hpp"
 
 namespace sparsetune::cli {
 
@@ -49,6 +50,10 @@ uint64_t RandomScheduleSeed(const std::string& spec);
 // mttkrp, the generic sampler for anything else.
 Schedule SampleSchedule(const std::string& kernel, const Expression& expression,
                         const std::map<std::string, int64_t>& sizes, std::mt19937_64& rng);
+
+// --orderings auto|none|all|KIND[,KIND...]: the row and column orderings tune tries on its best
+// schedules, into `orderings` (auto: TuneRequest's defaults).
+void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings);
 
 // --db FILE (default: $SPARSETUNE_DB, else sparsetune.db under the XDG data home).
 void AddDatabaseOption(CLI::App* sub, std::string& path);

@@ -14,6 +14,7 @@
 
 #include "base/dtype.hpp"
 #include "ir/expression.hpp"
+#include "tensor/permutation.hpp"
 
 namespace sparsetune {
 
@@ -36,6 +37,13 @@ struct TuneRequest {
   int top_k = 10;       // cost-model candidates, when a model is available
   int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
+  // Orderings tried on the best schedules of the first round, in a second round timed with
+  // them: by default degree and RCM, and METIS partitions up to kPartitionOrderingMaxNnz
+  // nonzeros (Louvain communities take minutes on large graphs: only when asked).
+  std::vector<OrderingKind> orderings = DefaultOrderings();
+  static std::vector<OrderingKind> DefaultOrderings() {
+    return {OrderingKind::kDegree, OrderingKind::kRcm, OrderingKind::kPartition};
+  }
   bool force = false;  // measure again even when a winner is stored
   uint64_t seed = 1;
   std::string emit_dir;  // non-empty: write the winner's standalone kernel there
@@ -47,8 +55,12 @@ struct TuneCandidateResult {
   std::string status;  // "ok" or a RunStatusName
   std::string message;
   double time_ms = 0;
-  double pack_ms = 0;
+  double pack_ms = 0;      // ordering and packing
+  double ordering_ms = 0;  // of which ordering
 };
+
+// Orderings beyond this many nonzeros are not computed by default for the partition ordering.
+constexpr int64_t kPartitionOrderingMaxNnz = 4000000;
 
 struct TuneReport {
   std::string kernel;  // the database's kernel key ("spmv", or "expr:" + expression)
@@ -59,7 +71,8 @@ struct TuneReport {
   std::string winner_source;
   double winner_ms = 0;
   double fixed_csr_ms = 0;
-  double pack_ms = 0;             // packing into the winner's format
+  double pack_ms = 0;             // preparing the winner's operand: ordering and packing
+  double ordering_ms = 0;         // of which renumbering rows and columns
   double fixed_csr_pack_ms = 0;   // packing CSR
   int64_t break_even_calls = -1;  // -1: the winner saves nothing per call
   double noise = 0;               // relative spread of two timings of identical FixedCSR code
