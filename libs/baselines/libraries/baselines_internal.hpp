@@ -13,7 +13,6 @@ inline double MsSince(std::chrono::steady_clock::time_point start) {
 }
 
 // nullptr when the library has no such kernel.
-std::unique_ptr<Baseline> MakeEigenBaseline(const BaselineOperands& operands);
 std::unique_ptr<Baseline> MakeRsbBaseline(const BaselineOperands& operands, bool tuned);
 std::unique_ptr<Baseline> MakeGraphBlasBaseline(const BaselineOperands& operands);
 
