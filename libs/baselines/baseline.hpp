@@ -46,8 +46,8 @@ class Baseline {
   virtual ValueBuffer Output() = 0;
   double prepare_ms = 0;
   // What runs: the library and its version ("SuiteSparse:GraphBLAS 7.4.0"), the call or path
-  // taken, and for code compiled by sparsetune's JIT the compiler and its flags. Set by
-  // Prepare().
+  // taken, and how it was built: for code compiled by sparsetune's JIT the compiler and its
+  // flags, for a prebuilt library the shared object it was loaded from. Set by Prepare().
   std::string version;
   std::string method;
   std::string flags;

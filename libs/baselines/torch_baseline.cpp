@@ -106,6 +106,7 @@ class TorchBaseline : public Baseline {
     if (!kernel_) Rethrow(error);
     version = info.version;
     method = info.method;
+    flags = info.flags;
     prepare_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }

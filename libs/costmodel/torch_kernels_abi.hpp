@@ -32,6 +32,7 @@ struct TorchKernelError {
 struct TorchKernelInfo {
   std::string version;  // "PyTorch 1.13.1 (LibTorch, ...)"
   std::string method;   // the calls made per kernel call
+  std::string flags;    // how it was built: "prebuilt /path/to/libtorch_cpu.so"
 };
 
 struct TorchKernel;  // opaque, owned by the module

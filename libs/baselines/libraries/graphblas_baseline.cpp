@@ -70,14 +70,28 @@ void InitializeOnce() {
   });
 }
 
+std::string Dotted(const int (&version)[3]) {
+  return std::to_string(version[0]) + "." + std::to_string(version[1]) + "." +
+         std::to_string(version[2]);
+}
+
 // The library that runs (not the header compiled against): name and version.
 std::string LibraryVersion() {
   char* name = nullptr;
   int version[3] = {0, 0, 0};
   Check(GxB_Global_Option_get_CHAR(GxB_LIBRARY_NAME, &name), "reading the library's name");
   Check(GxB_Global_Option_get(GxB_LIBRARY_VERSION, version), "reading the library's version");
-  return std::string(name ? name : "GraphBLAS") + " " + std::to_string(version[0]) + "." +
-         std::to_string(version[1]) + "." + std::to_string(version[2]);
+  return std::string(name ? name : "GraphBLAS") + " " + Dotted(version);
+}
+
+// Where it was loaded from and the compiler that built it.
+std::string LibraryBuild() {
+  char* compiler = nullptr;
+  int version[3] = {0, 0, 0};
+  Check(GxB_Global_Option_get_CHAR(GxB_COMPILER_NAME, &compiler), "reading the compiler");
+  Check(GxB_Global_Option_get(GxB_COMPILER_VERSION, version), "reading the compiler's version");
+  return PrebuiltFrom(reinterpret_cast<const void*>(&GrB_init)) + " (built with " +
+         (compiler ? compiler : "?") + " " + Dotted(version) + ")";
 }
 
 // The typed names of the C API for float and double (its generic macros are C11 only).
@@ -138,6 +152,7 @@ class GraphBlasBaseline : public Baseline {
   void Prepare() override {
     InitializeOnce();
     version = LibraryVersion();
+    flags = LibraryBuild();
     const auto start = std::chrono::steady_clock::now();
     Check(GxB_Global_Option_set_INT32(GxB_GLOBAL_NTHREADS, o_.threads), "setting the thread count");
     const CooTensor& t = *o_.sparse;

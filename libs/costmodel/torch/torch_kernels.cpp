@@ -14,6 +14,7 @@
 //   sddmm_nt  the same with mat2 = C.t(), a transposed view of the given C (N x K)
 // Every call runs with torch's intra-op threads set to the bench's count and restores the
 // caller's OpenMP thread count on return (LibTorch leaves it at 1 otherwise).
+#include <dlfcn.h>
 #include <omp.h>
 
 #include <ATen/ATen.h>
@@ -55,6 +56,14 @@ at::Tensor Copy(const void* data, at::IntArrayRef sizes, at::ScalarType type) {
 std::string Version() {
   return std::string("PyTorch ") + TORCH_VERSION + " (LibTorch, CPU" +
          (at::hasMKL() ? ", MKL" : ", no MKL") + (at::hasOpenMP() ? ", OpenMP" : "") + ")";
+}
+
+// The LibTorch library the calls go to.
+std::string Build() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<const void*>(&at::_ops::mm::call), &info) == 0 || !info.dli_fname)
+    return "prebuilt";
+  return std::string("prebuilt ") + info.dli_fname;
 }
 
 std::string Method(const std::string& kernel) {
@@ -128,6 +137,7 @@ extern "C" TorchKernel* sparsetune_torch_kernel_open(const sparsetune::TorchKern
     }
     info->version = sparsetune::Version();
     info->method = sparsetune::Method(kernel);
+    info->flags = sparsetune::Build();
     return k.release();
   } catch (const std::exception& e) {
     *error = {3, e.what()};
