@@ -75,7 +75,8 @@ double BandwidthProbeGbs(int threads) {
 }
 
 // The least bytes a kernel must move: the sparse operand in CSR (values and 32-bit column
-// indices, row pointers) and each dense operand and output once.
+// indices, row pointers) and each dense operand and output once; 0 for a kernel other than
+// spmv, spmm, sddmm and sddmm_nt.
 double EffectiveBytes(const std::string& kernel, const CooTensor& t, const IndexSizes& sizes,
                       DType dtype) {
   const double v = double(DTypeSize(dtype)), nnz = double(t.nnz());
@@ -84,16 +85,19 @@ double EffectiveBytes(const std::string& kernel, const CooTensor& t, const Index
   if (kernel == "spmv") return csr + (cols + rows) * v;
   if (kernel == "spmm") return csr + (cols + rows) * double(sizes.at("j")) * v;
   // sddmm and sddmm_nt: B (M x K), C (K x N or N x K) and the output's values.
-  return csr + nnz * v + (rows + cols) * double(sizes.at("k")) * v;
+  if (kernel == "sddmm" || kernel == "sddmm_nt")
+    return csr + nnz * v + (rows + cols) * double(sizes.at("k")) * v;
+  return 0;
 }
 
 // Floating-point operations of one call: a multiply and an add per term (SpMV: per nonzero;
-// SpMM and SDDMM: per nonzero and element of the dense width).
+// SpMM and SDDMM: per nonzero and element of the dense width); 0 for other kernels.
 double Flops(const std::string& kernel, const CooTensor& t, const IndexSizes& sizes) {
   const double nnz = double(t.nnz());
   if (kernel == "spmv") return 2 * nnz;
   if (kernel == "spmm") return 2 * nnz * double(sizes.at("j"));
-  return 2 * nnz * double(sizes.at("k"));
+  if (kernel == "sddmm" || kernel == "sddmm_nt") return 2 * nnz * double(sizes.at("k"));
+  return 0;
 }
 
 // Commas would split a CSV field.
@@ -135,9 +139,9 @@ bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, st
 
 void RunBench(const BenchOptions& o) {
   ResolvedKernel k = ResolveKernel(o.kernel);
-  if (!HasBaselines(k.name))
+  if (o.libraries && !HasBaselines(k.name))
     throw InputError("bench compares spmv, spmm, sddmm and sddmm_nt with the baselines; " + k.name +
-                     " has none");
+                     " has none (--no-libraries times sparsetune's kernels alone)");
   const int threads = o.threads > 0 ? o.threads : HardwareThreads();
   std::vector<Schedule> extra;
   for (const auto& path : o.schedules) {
@@ -325,11 +329,15 @@ void RunBench(const BenchOptions& o) {
       r["min_ms"] = c->time.min_ms;
       r["max_ms"] = c->time.max_ms;
       r["reps"] = c->time.reps;
-      r["effective_gbs"] = gbs(*c);
-      r["bandwidth_share"] = gbs(*c) / probe;
-      r["gflops"] = gflops(*c);
-      r["flop_share"] = gflops(*c) / flop_probe.gflops;
-      out["effective_gbs"][c->name] = gbs(*c);
+      if (bytes > 0) {
+        r["effective_gbs"] = gbs(*c);
+        r["bandwidth_share"] = gbs(*c) / probe;
+        out["effective_gbs"][c->name] = gbs(*c);
+      }
+      if (flops > 0) {
+        r["gflops"] = gflops(*c);
+        r["flop_share"] = gflops(*c) / flop_probe.gflops;
+      }
     } else {
       r["time_ms"] = nullptr;
       r["message"] = c->message;
@@ -395,11 +403,11 @@ void RunBench(const BenchOptions& o) {
   versus("best library", best_library);
   versus("textbook kernel", best_hand);
   versus("best baseline", best_baseline);
-  std::printf("  sparsetune's kernels: %s\n", jit_flags.c_str());
+  std::printf("  sparsetune's kernels: [%s]\n", jit_flags.c_str());
   for (const auto& c : contenders) {
     if (c->kind == "sparsetune") continue;
     std::printf("  %s: %s", c->name.c_str(), c->version.c_str());
-    if (!c->flags.empty()) std::printf(", compiled with %s", c->flags.c_str());
+    if (!c->flags.empty()) std::printf(" [%s]", c->flags.c_str());
     std::printf("\n");
     if (!c->method.empty()) std::printf("      %s\n", c->method.c_str());
   }

@@ -66,6 +66,9 @@ void ExpectBaselinesMatch(const std::string& kernel, const CooTensor& tensor, DT
     if (baseline->name() == "hand" || baseline->name() == "eigen") {
       // Compiled by the JIT with the generated kernels' flags.
       EXPECT_NE(baseline->flags.find(Jit::Flags()), std::string::npos) << what;
+    } else {
+      // A prebuilt library names the shared object it runs from.
+      EXPECT_EQ(baseline->flags.rfind("prebuilt /", 0), 0u) << what << ": " << baseline->flags;
     }
     if (baseline->name() == "eigen") EXPECT_EQ(baseline->version.rfind("Eigen 3.", 0), 0u);
     if (baseline->name() == "graphblas")
@@ -193,6 +196,25 @@ TEST(BenchCli, KernelsWithoutABaselineAreRefused) {
        "spmm_gemm"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("spmm_gemm"), std::string::npos) << r.err;
+}
+
+// Without baselines, bench times sparsetune's kernels for any kernel; rates it cannot count
+// are left out.
+TEST(BenchCli, KernelsWithoutABaselineRunAlone) {
+  testing::TempDir dir;
+  const std::string file = dir.File("p.mtx", kPatternMatrix);
+  const auto r =
+      testing::RunCli({"bench", file, "--kernel", "spmm_gemm", "--dense", "k=4,l=4",
+                       "--no-libraries", "--min-ms", "1", "--db", dir.File("b.db"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["flops"].get<double>(), 0);
+  ASSERT_FALSE(out["results"].empty());
+  for (const auto& result : out["results"]) {
+    EXPECT_EQ(result["kind"], "sparsetune");
+    EXPECT_TRUE(result["verified"].get<bool>()) << result.dump();
+    EXPECT_FALSE(result.contains("gflops"));
+  }
 }
 
 // GraphBLAS, librsb and LibTorch take milliseconds to seconds to load and relocate: the
