@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/errors.hpp"
 #include "baselines/baseline.hpp"
 #include "cli/cli_support.hpp"
 #include "ir/kernels.hpp"
@@ -95,6 +96,39 @@ TEST(Baselines, EveryBaselineMatchesTheReference) {
       ExpectBaselinesMatch(kernel, random, dtype);
     }
   }
+}
+
+// LibTorch 1.13's CPU sampled_addmm forms dense M x N matrices: where they would not fit, the
+// PyTorch baseline refuses instead of exhausting memory.
+TEST(Baselines, PyTorchSddmmRefusesWhatCannotFit) {
+  CooTensor tensor;
+  tensor.Reset({200000, 200000}, 3);
+  for (int32_t e = 0; e < 3; ++e) {
+    const int32_t c[2] = {e * 1000, e * 7};
+    tensor.Append(c, 0.5 + e);
+  }
+  tensor.Canonicalize();
+  const Expression e = KernelExpression("sddmm");
+  const IndexSizes sizes = ResolveIndexSizes(e, tensor.dims, {{"k", 4}});
+  const std::vector<ValueBuffer> inputs = MakeDenseInputs(e, sizes, DType::kF32);
+  BaselineOperands o;
+  o.kernel = "sddmm";
+  o.expression = &e;
+  o.sparse = &tensor;
+  o.inputs = &inputs;
+  o.sizes = sizes;
+  bool seen = false;
+  for (auto& baseline : MakeBaselines(o)) {
+    if (baseline->name() != "pytorch") continue;
+    seen = true;
+    try {
+      baseline->Prepare();
+      ADD_FAILURE() << "PyTorch prepared a 200000 x 200000 SDDMM";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find("not run"), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_TRUE(seen);
 }
 
 TEST(Baselines, FlopProbeMeasuresThisMachine) {
