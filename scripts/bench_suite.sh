@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Benchmarks sparsetune against Eigen, librsb and GraphBLAS over a suite of matrices: every
-# shared real matrix above 50k nonzeros, plus generated DRAM-resident ones (10M+ nonzeros:
-# uniform, power law, banded, blocked, and resizes of real matrices). Each matrix is tuned
-# (`sparsetune tune`, into a suite database), then benchmarked (`sparsetune bench --json`):
-# FixedCSR, the heuristic schedules, the tuned winner and the libraries, timed together.
+# Benchmarks sparsetune against the fair baselines (libraries: Eigen, librsb, GraphBLAS,
+# PyTorch; the textbook kernels) over a suite of matrices: every shared real matrix above 50k
+# nonzeros, plus generated DRAM-resident ones (10M+ nonzeros: uniform, power law, banded,
+# blocked, and resizes of real matrices). Each matrix is tuned (`sparsetune tune`, into a suite
+# database), then benchmarked (`sparsetune bench --csv`): FixedCSR, the heuristic schedules,
+# the tuned winner, the libraries and the textbook kernels, timed together.
 #
 # Writes results.csv (one row per matrix, kernel and contender) and summary.txt (geomean of
-# the best sparsetune kernel against each library, the best library and FixedCSR) into the
-# output folder, and plots (gnuplot, installed on demand from Debian: gnuplot-nox):
-# speedup.svg (per matrix, the tuned winner over each library) and bandwidth.svg (effective
+# the best sparsetune kernel against each library, the best library, the textbook kernel, the
+# best fair baseline = the best of the libraries and the textbook kernel, and FixedCSR) into
+# the output folder, and plots (gnuplot, installed on demand from Debian: gnuplot-nox):
+# speedup.svg (per matrix, the tuned winner over each baseline) and bandwidth.svg (effective
 # bandwidth against nonzeros).
 #
 # Usage: scripts/bench_suite.sh [options]
-#   --kernels "spmv spmm sddmm"   kernels (default all three; spmm and sddmm on matrices up to
+#   --kernels "spmv spmm sddmm sddmm_nt"
+#                                 kernels (default all four; all but spmv on matrices up to
 #                                 --dense-max-nnz nonzeros)
 #   --quick                       shared matrices only (no generated DRAM-resident ones)
 #   --large-nnz N                 nonzeros of the generated matrices (default 20M)
@@ -24,7 +27,7 @@
 # Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-kernels="spmv spmm sddmm"
+kernels="spmv spmm sddmm sddmm_nt"
 quick=0
 summary_only=0
 large_nnz=20000000
@@ -42,7 +45,7 @@ while [ $# -gt 0 ]; do
     --cache) cache=$2; shift 2 ;;
     --shared) shared=$2; shift 2 ;;
     --summary-only) summary_only=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_suite.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -85,7 +88,7 @@ if [ "$quick" -eq 0 ]; then
   done
 fi
 
-echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs" > "$csv"
+echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags" > "$csv"
 for entry in "${suite[@]}"; do
   IFS='|' read -r name file nnz <<< "$entry"
   [ -f "$file" ] || { echo "bench_suite.sh: missing $file; skipped" >&2; continue; }
@@ -106,29 +109,35 @@ fi
 # Geomeans per kernel of two sparsetune rows: the tuned winner (what `tune` chose and a user
 # gets) and the best sparsetune kernel timed here (the winner, FixedCSR and the heuristic
 # schedules; picking the fastest of several after timing them favours it a little), each
-# against each library, the best library and FixedCSR; and the best of Insum's GroupCOO sizes
-# (timed beside the libraries by `bench`) with how often it was the fastest of all.
+# against each library and the textbook kernel ("hand"), the best library, the best fair
+# baseline (the best of the libraries and the textbook kernel) and FixedCSR; and the best of
+# Insum's GroupCOO sizes (timed beside the baselines by `bench`) with how often it was the
+# fastest of all.
 summary=$out/summary.txt
 awk -F, 'NR > 1 && $6 == "true" {
     key = $1 "," $2
     if ($5 == "sparsetune") { if (!(key in best) || $7 < best[key]) best[key] = $7 }
-    else { lib[key "," $4] = $7; if (!(key in bestlib) || $7 < bestlib[key]) bestlib[key] = $7 }
+    else {
+      lib[key "," $4] = $7
+      if (!(key in bestbase) || $7 < bestbase[key]) bestbase[key] = $7
+      if ($5 == "library" && (!(key in bestlib) || $7 < bestlib[key])) bestlib[key] = $7
+    }
     if ($4 == "tuned") tuned[key] = $7
     if ($4 == "fixed_csr") fixed[key] = $7
     if ($4 ~ /^groupcoo_/ && (!(key in group) || $7 < group[key])) group[key] = $7
     if (!(key in fastest) || $7 < fastest[key]) { fastest[key] = $7; fastest_is_group[key] = ($4 ~ /^groupcoo_/) }
     if ($5 == "sparsetune" && $2 == "spmv" && $3 >= 10000000 && (!(key in dram) || $7 < dram_ms[key])) {
       dram[key] = $8 / $10; dram_ms[key] = $7 }
-    kernels[$2] = 1; libs[$4] = ($5 == "library")
+    kernels[$2] = 1; libs[$4] = ($5 == "library" || $5 == "hand")
   }
   function row(k, label, l, mine, theirs,   s, c, key, p) {
     s = 0; c = 0
     for (key in mine) { split(key, p, ","); if (p[2] != k || !(key in theirs)) continue
       s += log(theirs[key] / mine[key]); ++c }
-    if (c) printf "%-8s %-13s %-14s %7.2fx %6d\n", k, label, l, exp(s / c), c
+    if (c) printf "%-8s %-13s %-19s %7.2fx %6d\n", k, label, l, exp(s / c), c
   }
   END {
-    printf "%-8s %-13s %-14s %8s %6s\n", "kernel", "sparsetune", "against", "geomean", "count"
+    printf "%-8s %-13s %-19s %8s %6s\n", "kernel", "sparsetune", "against", "geomean", "count"
     for (k in kernels) {
       for (who = 0; who < 2; ++who) {
         label = who == 0 ? "tuned winner" : "best timed"
@@ -136,12 +145,19 @@ awk -F, 'NR > 1 && $6 == "true" {
           if (!libs[l]) continue
           delete these
           for (key in lib) { split(key, p, ","); if (p[3] == l) these[p[1] "," p[2]] = lib[key] }
-          if (who == 0) row(k, label, l, tuned, these); else row(k, label, l, best, these)
+          name = l == "hand" ? "textbook kernel" : l
+          if (who == 0) row(k, label, name, tuned, these); else row(k, label, name, best, these)
         }
-        if (who == 0) { row(k, label, "best library", tuned, bestlib); row(k, label, "FixedCSR", tuned, fixed) }
-        else { row(k, label, "best library", best, bestlib); row(k, label, "FixedCSR", best, fixed) }
+        if (who == 0) {
+          row(k, label, "best library", tuned, bestlib); row(k, label, "best fair baseline", tuned, bestbase)
+          row(k, label, "FixedCSR", tuned, fixed)
+        } else {
+          row(k, label, "best library", best, bestlib); row(k, label, "best fair baseline", best, bestbase)
+          row(k, label, "FixedCSR", best, fixed)
+        }
       }
       row(k, "best GroupCOO", "best library", group, bestlib)
+      row(k, "best GroupCOO", "best fair baseline", group, bestbase)
       row(k, "best GroupCOO", "FixedCSR", group, fixed)
       wins = 0; c = 0
       for (key in group) { split(key, p, ","); if (p[2] != k) continue; ++c; wins += fastest_is_group[key] }
@@ -160,8 +176,8 @@ if ! command -v gnuplot > /dev/null; then
 fi
 if command -v gnuplot > /dev/null; then
   awk -F, 'NR > 1 && $6 == "true" { key = $1 " " $2
-      if ($4 == "tuned") own[key] = $7; else if ($5 == "library") lib[key, $4] = $7
-      names[$4] = ($5 == "library") }
+      if ($4 == "tuned") own[key] = $7; else if ($5 == "library" || $5 == "hand") lib[key, $4] = $7
+      names[$4] = ($5 == "library" || $5 == "hand") }
     END { for (key in own) { line = key; for (l in names) if (names[l]) line = line " " ((key SUBSEP l) in lib ? lib[key, l] / own[key] : "NaN"); print line }
           printf "#"; for (l in names) if (names[l]) printf " %s", l; print "" }' "$out/results.csv" | sort > "$out/speedup.dat"
   header=$(grep '^#' "$out/speedup.dat" | sed 's/^# //')
@@ -170,7 +186,7 @@ if command -v gnuplot > /dev/null; then
   gnuplot <<GNUPLOT
 set terminal svg size 1200,600 font "sans,11"
 set output "$out/speedup.svg"
-set title "Tuned sparsetune kernel over each library (above 1: sparsetune faster)"
+set title "Tuned sparsetune kernel over each baseline (above 1: sparsetune faster)"
 set style data histogram
 set style fill solid 0.8
 set xtics rotate by -45
@@ -188,7 +204,7 @@ set logscale x
 set xlabel "nonzeros"
 set ylabel "GB/s"
 set grid
-plot "< grep sparsetune $out/bandwidth.dat" using 1:2 title "sparsetune" pt 7, "< grep library $out/bandwidth.dat" using 1:2 title "libraries" pt 5
+plot "< grep sparsetune $out/bandwidth.dat" using 1:2 title "sparsetune" pt 7, "< grep library $out/bandwidth.dat" using 1:2 title "libraries" pt 5, "< grep hand $out/bandwidth.dat" using 1:2 title "textbook kernels" pt 9
 GNUPLOT
   echo "plots: $out/speedup.svg $out/bandwidth.svg" >&2
 fi

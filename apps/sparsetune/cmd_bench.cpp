@@ -1,6 +1,8 @@
-// sparsetune bench: sparsetune's kernels beside the library calls a user would otherwise make
-// (Eigen, librsb, SuiteSparse:GraphBLAS), on the same operands and threads, each verified, all
-// timed together in shuffled rounds.
+// sparsetune bench: sparsetune's kernels beside what a user would otherwise call or write
+// (Eigen and textbook kernels compiled with the generated kernels' flags, librsb,
+// SuiteSparse:GraphBLAS on its in-place paths, PyTorch), on the same operands, layouts and
+// threads, each verified, all timed together in shuffled rounds; a bandwidth and a FLOP-rate
+// probe say how far each is from the machine's limits.
 #include <omp.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "common.hpp"
 #include "heuristic/scorch.hpp"
 #include "io/read.hpp"
+#include "jit/jit.hpp"
 #include "measure/runner.hpp"
 #include "measure/timing.hpp"
 #include "tensor/fingerprint.hpp"
@@ -72,7 +75,8 @@ double BandwidthProbeGbs(int threads) {
 }
 
 // The least bytes a kernel must move: the sparse operand in CSR (values and 32-bit column
-// indices, row pointers) and each dense operand and output once.
+// indices, row pointers) and each dense operand and output once; 0 for a kernel other than
+// spmv, spmm, sddmm and sddmm_nt.
 double EffectiveBytes(const std::string& kernel, const CooTensor& t, const IndexSizes& sizes,
                       DType dtype) {
   const double v = double(DTypeSize(dtype)), nnz = double(t.nnz());
@@ -80,12 +84,32 @@ double EffectiveBytes(const std::string& kernel, const CooTensor& t, const Index
   const double csr = nnz * (v + 4) + (rows + 1) * 4;
   if (kernel == "spmv") return csr + (cols + rows) * v;
   if (kernel == "spmm") return csr + (cols + rows) * double(sizes.at("j")) * v;
-  return csr + nnz * v + (rows + cols) * double(sizes.at("k")) * v;  // sddmm
+  // sddmm and sddmm_nt: B (M x K), C (K x N or N x K) and the output's values.
+  if (kernel == "sddmm" || kernel == "sddmm_nt")
+    return csr + nnz * v + (rows + cols) * double(sizes.at("k")) * v;
+  return 0;
+}
+
+// Floating-point operations of one call: a multiply and an add per term (SpMV: per nonzero;
+// SpMM and SDDMM: per nonzero and element of the dense width); 0 for other kernels.
+double Flops(const std::string& kernel, const CooTensor& t, const IndexSizes& sizes) {
+  const double nnz = double(t.nnz());
+  if (kernel == "spmv") return 2 * nnz;
+  if (kernel == "spmm") return 2 * nnz * double(sizes.at("j"));
+  if (kernel == "sddmm" || kernel == "sddmm_nt") return 2 * nnz * double(sizes.at("k"));
+  return 0;
+}
+
+// Commas would split a CSV field.
+std::string CsvField(std::string text) {
+  std::replace(text.begin(), text.end(), ',', ';');
+  return text;
 }
 
 struct Contender {
   std::string name;
-  std::string kind;  // "sparsetune" or "library"
+  std::string kind;  // "sparsetune", "library" or "hand"
+  std::string version, method, flags;
   std::function<void()> call;
   bool verified = false;
   std::string message;
@@ -116,8 +140,8 @@ bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, st
 void RunBench(const BenchOptions& o) {
   ResolvedKernel k = ResolveKernel(o.kernel);
   if (o.libraries && !HasBaselines(k.name))
-    throw InputError("bench compares spmv, spmm and sddmm with the libraries; " + k.name +
-                     " has no library kernel (--no-libraries times sparsetune's kernels alone)");
+    throw InputError("bench compares spmv, spmm, sddmm and sddmm_nt with the baselines; " + k.name +
+                     " has none (--no-libraries times sparsetune's kernels alone)");
   const int threads = o.threads > 0 ? o.threads : HardwareThreads();
   std::vector<Schedule> extra;
   for (const auto& path : o.schedules) {
@@ -139,6 +163,7 @@ void RunBench(const BenchOptions& o) {
   Jit jit;
   KernelRunner runner(k.expression, tensor, sizes, k.dtype, jit);
   const ReferenceResult& ref = runner.reference();
+  const std::string jit_flags = jit.compiler_version() + " " + Jit::Flags();
 
   std::vector<std::unique_ptr<Contender>> contenders;
   std::vector<PreparedKernel> prepared;
@@ -155,6 +180,8 @@ void RunBench(const BenchOptions& o) {
     c->message =
         p.ok() ? "" : std::string(RunStatusName(p.result().status)) + ": " + p.result().message;
     c->prepare_ms = p.result().pack_ms;
+    c->version = "sparsetune";
+    c->flags = jit_flags;
     const size_t index = prepared.size() - 1;
     c->call = [&prepared, index] { prepared[index].Call(); };
     contenders.push_back(std::move(c));
@@ -206,11 +233,14 @@ void RunBench(const BenchOptions& o) {
     operands.sizes = sizes;
     operands.dtype = k.dtype;
     operands.threads = threads;
+    operands.jit = &jit;
     libraries = MakeBaselines(operands);
     for (auto& library : libraries) {
       auto c = std::make_unique<Contender>();
       c->name = library->name();
-      c->kind = "library";
+      c->kind = library->kind();
+      // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
+      // its first call is the one verified.
       try {
         library->Prepare();
         library->Call();
@@ -219,6 +249,9 @@ void RunBench(const BenchOptions& o) {
         c->message = e.what();
       }
       c->prepare_ms = library->prepare_ms;
+      c->version = library->version;
+      c->method = library->method;
+      c->flags = library->flags;
       Baseline* raw = library.get();
       c->call = [raw] { raw->Call(); };
       contenders.push_back(std::move(c));
@@ -238,18 +271,36 @@ void RunBench(const BenchOptions& o) {
   timing.min_reps = 10;
   timing.min_total_ms = o.min_ms;
   timing.max_reps = 1000;
+  // A contender a thousand times slower than the fastest (PyTorch 1.13's CPU SDDMM forms the
+  // dense product) cannot matter to any ratio; it leaves the rounds, its time from the runs it
+  // made (`reps`), instead of costing minutes. The factor is far above what a scheduling
+  // hiccup in a fast contender's first run does.
+  timing.drop_slower_than = 1000;
   const std::vector<TimingResult> times = TimeInterleaved(runs, timing, 7);
   for (size_t t = 0; t < timed.size(); ++t) timed[t]->time = times[t];
   const double probe = BandwidthProbeGbs(threads);
+  const FlopProbe flop_probe = MeasureFlopRate(jit, k.dtype, threads);
   const double bytes = EffectiveBytes(k.name, tensor, sizes, k.dtype);
+  const double flops = Flops(k.name, tensor, sizes);
+  auto gflops = [&](const Contender& c) { return flops / c.time.median_ms / 1e6; };
+  auto gbs = [&](const Contender& c) { return bytes / c.time.median_ms / 1e6; };
 
   const Contender* fixed = contenders[0].get();
   const Contender* best_library = nullptr;
+  const Contender* best_hand = nullptr;
+  const Contender* best_baseline = nullptr;  // the best library or textbook kernel
   const Contender* best_own = nullptr;
+  auto keep_best = [](const Contender*& best, const Contender* c) {
+    if (!best || c->time.median_ms < best->time.median_ms) best = c;
+  };
   for (const auto& c : contenders) {
     if (!c->verified) continue;
-    const Contender*& best = c->kind == "library" ? best_library : best_own;
-    if (!best || c->time.median_ms < best->time.median_ms) best = c.get();
+    if (c->kind == "sparsetune") {
+      keep_best(best_own, c.get());
+      continue;
+    }
+    keep_best(c->kind == "hand" ? best_hand : best_library, c.get());
+    keep_best(best_baseline, c.get());
   }
   nlohmann::json out;
   out["file"] = o.file;
@@ -258,22 +309,35 @@ void RunBench(const BenchOptions& o) {
   out["cols"] = tensor.dims[1];
   out["nnz"] = tensor.nnz();
   out["threads"] = threads;
+  out["dtype"] = DTypeName(k.dtype);
   out["bandwidth_probe_gbs"] = probe;
+  out["flop_probe_gflops"] = flop_probe.gflops;
+  out["flop_probe"] = {{"gflops", flop_probe.gflops}, {"isa", flop_probe.isa},
+                       {"lanes", flop_probe.lanes},   {"dtype", DTypeName(k.dtype)},
+                       {"threads", threads},          {"flags", jit_flags}};
   out["effective_bytes"] = bytes;
+  out["flops"] = flops;
   out["results"] = nlohmann::json::array();
   out["effective_gbs"] = nlohmann::json::object();
   for (const auto& c : contenders) {
-    nlohmann::json r = {{"name", c->name},
-                        {"kind", c->kind},
-                        {"verified", c->verified},
-                        {"prepare_ms", c->prepare_ms}};
+    nlohmann::json r = {{"name", c->name},         {"kind", c->kind},
+                        {"verified", c->verified}, {"prepare_ms", c->prepare_ms},
+                        {"version", c->version},   {"flags", c->flags}};
+    if (!c->method.empty()) r["method"] = c->method;
     if (c->verified) {
       r["time_ms"] = c->time.median_ms;
       r["min_ms"] = c->time.min_ms;
       r["max_ms"] = c->time.max_ms;
       r["reps"] = c->time.reps;
-      r["effective_gbs"] = bytes / c->time.median_ms / 1e6;
-      out["effective_gbs"][c->name] = bytes / c->time.median_ms / 1e6;
+      if (bytes > 0) {
+        r["effective_gbs"] = gbs(*c);
+        r["bandwidth_share"] = gbs(*c) / probe;
+        out["effective_gbs"][c->name] = gbs(*c);
+      }
+      if (flops > 0) {
+        r["gflops"] = gflops(*c);
+        r["flop_share"] = gflops(*c) / flop_probe.gflops;
+      }
     } else {
       r["time_ms"] = nullptr;
       r["message"] = c->message;
@@ -282,8 +346,14 @@ void RunBench(const BenchOptions& o) {
   }
   if (best_own) out["best_sparsetune"] = best_own->name;
   if (best_library) out["best_library"] = best_library->name;
+  if (best_hand) out["best_hand"] = best_hand->name;
+  if (best_baseline) out["best_baseline"] = best_baseline->name;
   if (best_own && best_library)
     out["speedup_vs_best_library"] = best_library->time.median_ms / best_own->time.median_ms;
+  if (best_own && best_hand)
+    out["speedup_vs_hand"] = best_hand->time.median_ms / best_own->time.median_ms;
+  if (best_own && best_baseline)
+    out["speedup_vs_best_baseline"] = best_baseline->time.median_ms / best_own->time.median_ms;
   if (best_own && fixed->verified)
     out["speedup_vs_fixed_csr"] = fixed->time.median_ms / best_own->time.median_ms;
   if (o.json) {
@@ -291,35 +361,56 @@ void RunBench(const BenchOptions& o) {
     return;
   }
   if (o.csv) {
-    // file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs
+    // file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,
+    // gflops,flop_probe_gflops,flop_share,version,flags
     for (const auto& c : contenders) {
-      std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g\n", o.file.c_str(), k.name.c_str(),
-                  (long long)tensor.nnz(), c->name.c_str(), c->kind.c_str(),
+      std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s\n", o.file.c_str(),
+                  k.name.c_str(), (long long)tensor.nnz(), c->name.c_str(), c->kind.c_str(),
                   c->verified ? "true" : "false", c->verified ? c->time.median_ms : 0.0,
-                  c->verified ? bytes / c->time.median_ms / 1e6 : 0.0, c->prepare_ms, probe);
+                  c->verified ? gbs(*c) : 0.0, c->prepare_ms, probe, c->verified ? gflops(*c) : 0.0,
+                  flop_probe.gflops, c->verified ? gflops(*c) / flop_probe.gflops : 0.0,
+                  CsvField(c->version).c_str(), CsvField(c->flags).c_str());
     }
     return;
   }
-  std::printf("%s  %s  %lld x %lld, %lld nonzeros, %d threads; probe %.1f GB/s\n", o.file.c_str(),
-              k.name.c_str(), (long long)tensor.dims[0], (long long)tensor.dims[1],
-              (long long)tensor.nnz(), threads, probe);
-  std::printf("  %-22s %10s %10s %10s %8s %9s %11s %12s\n", "contender", "median ms", "min ms",
-              "max ms", "GB/s", "prepare", "vs FixedCSR", "vs best lib");
+  std::printf(
+      "%s  %s  %lld x %lld, %lld nonzeros, %s, %d threads; probes %.1f GB/s, %.1f GFLOP/s "
+      "(%s FMA, %d lanes)\n",
+      o.file.c_str(), k.name.c_str(), (long long)tensor.dims[0], (long long)tensor.dims[1],
+      (long long)tensor.nnz(), DTypeName(k.dtype), threads, probe, flop_probe.gflops,
+      flop_probe.isa.c_str(), flop_probe.lanes);
+  std::printf("  %-22s %-10s %10s %10s %10s %8s %8s %6s %9s %11s %12s\n", "contender", "kind",
+              "median ms", "min ms", "max ms", "GB/s", "GFLOP/s", "%peak", "prepare", "vs FixedCSR",
+              "vs best base");
   for (const auto& c : contenders) {
     if (!c->verified) {
-      std::printf("  %-22s   not verified: %s\n", c->name.c_str(), c->message.c_str());
+      std::printf("  %-22s %-10s   not verified: %s\n", c->name.c_str(), c->kind.c_str(),
+                  c->message.c_str());
       continue;
     }
     const double median = c->time.median_ms;
-    std::printf("  %-22s %10.4f %10.4f %10.4f %8.1f %7.0fms %10.2fx %11.2fx\n", c->name.c_str(),
-                median, c->time.min_ms, c->time.max_ms, bytes / median / 1e6, c->prepare_ms,
+    std::printf("  %-22s %-10s %10.4f %10.4f %10.4f %8.1f %8.2f %5.1f%% %7.0fms %10.2fx %11.2fx\n",
+                c->name.c_str(), c->kind.c_str(), median, c->time.min_ms, c->time.max_ms, gbs(*c),
+                gflops(*c), 100 * gflops(*c) / flop_probe.gflops, c->prepare_ms,
                 fixed->verified ? fixed->time.median_ms / median : 0.0,
-                best_library ? best_library->time.median_ms / median : 0.0);
+                best_baseline ? best_baseline->time.median_ms / median : 0.0);
   }
-  if (best_own && best_library)
-    std::printf("  best sparsetune (%s) vs best library (%s): %.2fx\n", best_own->name.c_str(),
-                best_library->name.c_str(),
-                best_library->time.median_ms / best_own->time.median_ms);
+  auto versus = [&](const char* what, const Contender* theirs) {
+    if (best_own && theirs)
+      std::printf("  best sparsetune (%s) vs %s (%s): %.2fx\n", best_own->name.c_str(), what,
+                  theirs->name.c_str(), theirs->time.median_ms / best_own->time.median_ms);
+  };
+  versus("best library", best_library);
+  versus("textbook kernel", best_hand);
+  versus("best baseline", best_baseline);
+  std::printf("  sparsetune's kernels: [%s]\n", jit_flags.c_str());
+  for (const auto& c : contenders) {
+    if (c->kind == "sparsetune") continue;
+    std::printf("  %s: %s", c->name.c_str(), c->version.c_str());
+    if (!c->flags.empty()) std::printf(" [%s]", c->flags.c_str());
+    std::printf("\n");
+    if (!c->method.empty()) std::printf("      %s\n", c->method.c_str());
+  }
 }
 
 }  // namespace
@@ -329,22 +420,25 @@ void RegisterBench(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand(
       "bench",
       "sparsetune's kernels (FixedCSR, the heuristic schedules, Scorch's schedule, the stored "
-      "winner, given "
-      "schedules) beside Eigen, librsb and GraphBLAS on the same operands, all verified and timed "
-      "together");
+      "winner, given schedules) beside the baselines (textbook kernels and Eigen compiled with "
+      "the kernels' flags, librsb, GraphBLAS, PyTorch) on the same operands, all verified and "
+      "timed together, with bandwidth and FLOP-rate probes");
   sub->add_option("FILE", o->file, "Sparse matrix file")->required();
   AddKernelOptions(sub, o->kernel);
   sub->add_option("--threads,-t", o->threads, "Threads for every contender (default: all)");
   sub->add_option("--schedule,-s", o->schedules, "Also a schedule JSON file (repeatable)");
   sub->add_option("--samples", o->samples, "Also this many sampled SuperSchedules");
-  sub->add_flag("--no-libraries{false}", o->libraries, "Only sparsetune's kernels");
+  sub->add_flag("--no-libraries{false}", o->libraries,
+                "Only sparsetune's kernels (no libraries, no textbook kernels)");
   AddDatabaseOption(sub, o->db);
   sub->add_option("--min-ms", o->min_ms, "Timed rounds last at least this long per contender")
       ->capture_default_str();
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->add_flag("--csv", o->csv,
-                "One line per contender: file, kernel, nnz, contender, kind, verified, time_ms, "
-                "effective_gbs, prepare_ms, probe_gbs");
+                "One line per contender: file, kernel, nnz, contender, kind (sparsetune, library "
+                "or hand), verified, time_ms, effective_gbs, prepare_ms, probe_gbs, gflops, "
+                "flop_probe_gflops, flop_share, version, flags (commas in the last two become "
+                "semicolons)");
   sub->callback([o] { RunBench(*o); });
 }
 

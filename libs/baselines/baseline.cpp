@@ -9,6 +9,7 @@
 
 #include "base/errors.hpp"
 #include "base/module.hpp"
+#include "baselines/contenders.hpp"
 
 namespace sparsetune {
 
@@ -41,12 +42,18 @@ MakeBaselinesFn LoadModule() {
 }  // namespace
 
 bool HasBaselines(const std::string& kernel) {
-  return kernel == "spmv" || kernel == "spmm" || kernel == "sddmm";
+  return kernel == "spmv" || kernel == "spmm" || kernel == "sddmm" || kernel == "sddmm_nt";
 }
 
 std::vector<std::unique_ptr<Baseline>> MakeBaselines(const BaselineOperands& operands) {
   std::vector<std::unique_ptr<Baseline>> out;
+  auto add = [&](std::unique_ptr<Baseline> b) {
+    if (b) out.push_back(std::move(b));
+  };
+  add(MakeJitBaseline(operands, "hand"));
+  add(MakeJitBaseline(operands, "eigen"));
   LoadModule()(operands, &out);
+  add(MakeTorchBaseline(operands));
   return out;
 }
 

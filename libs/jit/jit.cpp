@@ -142,6 +142,21 @@ double Jit::Build(const std::string& source, const std::string& source_path,
 }
 
 CompiledKernel Jit::Compile(const std::string& source) {
+  CompiledKernel kernel = CompileAndLoad(source);
+  if (!kernel.function)
+    throw InternalError(kernel.library_path + " has no " SPARSETUNE_KERNEL_ENTRY);
+  return kernel;
+}
+
+CompiledKernel Jit::CompileLibrary(const std::string& source) {
+  return CompileAndLoad(source);
+}
+
+void* Jit::Symbol(const CompiledKernel& kernel, const char* name) {
+  return kernel.handle ? dlsym(kernel.handle, name) : nullptr;
+}
+
+CompiledKernel Jit::CompileAndLoad(const std::string& source) {
   const std::string key = CacheKey(source);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -185,8 +200,7 @@ CompiledKernel Jit::Compile(const std::string& source) {
         throw InternalError("cannot load " + result.library_path + ": " + error);
       }
       result.function = reinterpret_cast<st_kernel_fn>(dlsym(handle, SPARSETUNE_KERNEL_ENTRY));
-      if (!result.function)
-        throw InternalError(result.library_path + " has no " SPARSETUNE_KERNEL_ENTRY);
+      result.handle = handle;
       handles_[key] = handle;
       loaded_[key] = Loaded{result, Clock::now()};
     }

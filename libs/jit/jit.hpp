@@ -12,7 +12,8 @@
 namespace sparsetune {
 
 struct CompiledKernel {
-  st_kernel_fn function = nullptr;
+  st_kernel_fn function = nullptr;  // null for a library compiled with CompileLibrary
+  void* handle = nullptr;           // the loaded shared object (see Jit::Symbol)
   std::string library_path;
   std::string source_path;
   double compile_ms = 0;  // 0 when the shared object came from the cache
@@ -48,8 +49,16 @@ class Jit {
   Jit(const Jit&) = delete;
   Jit& operator=(const Jit&) = delete;
 
-  // Throws InternalError naming the kept source and the compiler's first error lines.
+  // Throws InternalError naming the kept source and the compiler's first error lines, or when
+  // the shared object has no SPARSETUNE_KERNEL_ENTRY.
   CompiledKernel Compile(const std::string& source);
+
+  // As Compile (same flags and cache), for a source that exports its own C functions instead
+  // of SPARSETUNE_KERNEL_ENTRY: `function` is set only when it exports that entry too.
+  CompiledKernel CompileLibrary(const std::string& source);
+
+  // A C function or variable of a compiled shared object; null when it has no such symbol.
+  static void* Symbol(const CompiledKernel& kernel, const char* name);
 
   // Compiles several sources, `jobs` at a time (compiling dominates bulk measurement). Entry s
   // is sources[s]'s kernel, or holds the compiler's error in `error` with no function.
@@ -81,6 +90,7 @@ class Jit {
   };
 
   std::string CacheKey(const std::string& source);
+  CompiledKernel CompileAndLoad(const std::string& source);
   // Compiles `source` into `library_path` (atomically renamed into place); the compile time.
   double Build(const std::string& source, const std::string& source_path,
                const std::string& library_path);

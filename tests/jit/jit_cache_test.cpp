@@ -119,6 +119,31 @@ TEST_F(JitCache, KernelsInRecentUseStayWhateverTheCap) {
   EXPECT_TRUE(fs::exists(recent));
 }
 
+// A library without the kernel entry compiles with the same flags and cache; its own functions
+// are found by name, and Compile still refuses it.
+TEST_F(JitCache, LibrariesExportTheirOwnFunctions) {
+  JitCacheLimits no_cap;
+  no_cap.max_bytes = 0;
+  const std::string source = "extern \"C\" int twice(int x) { return 2 * x; }\n";
+  {
+    Jit jit(cache(), no_cap);
+    const CompiledKernel library = jit.CompileLibrary(source);
+    EXPECT_FALSE(library.cached);
+    EXPECT_EQ(library.function, nullptr);
+    auto twice = reinterpret_cast<int (*)(int)>(Jit::Symbol(library, "twice"));
+    ASSERT_NE(twice, nullptr);
+    EXPECT_EQ(twice(21), 42);
+    EXPECT_EQ(Jit::Symbol(library, "thrice"), nullptr);
+    EXPECT_THROW(jit.Compile(source), InternalError);
+  }
+  Jit again(cache(), no_cap);
+  const CompiledKernel cached = again.CompileLibrary(source);
+  EXPECT_TRUE(cached.cached);
+  EXPECT_NE(Jit::Symbol(cached, "twice"), nullptr);
+  // A kernel source through CompileLibrary has its entry too.
+  EXPECT_EQ(Call(again.CompileLibrary(Source(5))), 5);
+}
+
 TEST(JitCacheLimits, EnvironmentSetsTheCapOrIsRefused) {
   const char* saved = getenv("SPARSETUNE_JIT_CACHE_MB");
   const std::string restore = saved ? saved : "";

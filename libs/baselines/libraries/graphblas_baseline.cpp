@@ -1,10 +1,32 @@
-// Debian's GraphBLAS.h declares no C linkage of its own.
+// SuiteSparse:GraphBLAS on its fast paths, as its source (7.4) chooses them:
+//   spmv      w += A*u (GrB_mxv with accum PLUS into a full w): the in-place dot product
+//             (GB_AxB_dot4), one dot product per row of A held by row.
+//   spmm      C += A*B (GrB_mxm with accum PLUS into a full C): with every matrix held by row,
+//             GB_AxB_meta's swap rule computes C'+=B'*A', which GB_AxB_saxpy hands to the
+//             in-place GB_AxB_saxpy5 (C full, B' full, A' sparse): per row of A,
+//             C(i,:) += A(i,k) * B(k,:).
+//   sddmm     T<A,struct,replace> = B*C with the dot-product method (GxB_AxB_METHOD =
+//             GxB_AxB_DOT): C (K x N) given by row is transposed inside every call, then the
+//             masked dot product GB_AxB_dot3 computes one entry per entry of A; D = A .* T
+//             (eWiseMult). Without the hint the automatic choice is a masked saxpy, which here
+//             does the work of the dense product.
+//   sddmm_nt  T<A,struct,replace> = B*C' with C (N x K) given by row (GrB_DESC_RST1):
+//             GB_AxB_dot3 directly, then D = A .* T.
+// GrB_REPLACE lets GB_mxm hand the product to T as it is (a transplant); into a T that holds
+// the previous call's entries it would otherwise merge them through a masked assign.
+// Dense operands and outputs are held full and by row (packed with GxB_*_pack_Full*, never
+// iso), A sparse by row. $SPARSETUNE_GRAPHBLAS_BURBLE=1 prints GraphBLAS's burble (the methods
+// it takes) to stderr.
 extern "C" {
 #include <GraphBLAS.h>
 }
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <vector>
@@ -22,9 +44,52 @@ void Check(GrB_Info info, const char* what) {
                         std::to_string(static_cast<int>(info)) + ")");
 }
 
+int BurblePrintf(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  const int n = std::vfprintf(stderr, format, args);
+  va_end(args);
+  return n;
+}
+int BurbleFlush() {
+  return std::fflush(stderr);
+}
+
 void InitializeOnce() {
   static std::once_flag once;
-  std::call_once(once, [] { Check(GrB_init(GrB_NONBLOCKING), "GrB_init"); });
+  std::call_once(once, [] {
+    Check(GrB_init(GrB_NONBLOCKING), "GrB_init");
+    const char* burble = std::getenv("SPARSETUNE_GRAPHBLAS_BURBLE");
+    if (burble && std::strcmp(burble, "1") == 0) {
+      Check(GxB_Global_Option_set_FUNCTION(GxB_PRINTF, reinterpret_cast<void*>(&BurblePrintf)),
+            "setting the burble's printf");
+      Check(GxB_Global_Option_set_FUNCTION(GxB_FLUSH, reinterpret_cast<void*>(&BurbleFlush)),
+            "setting the burble's flush");
+      Check(GxB_Global_Option_set_INT32(GxB_BURBLE, 1), "turning the burble on");
+    }
+  });
+}
+
+std::string Dotted(const int (&version)[3]) {
+  return std::to_string(version[0]) + "." + std::to_string(version[1]) + "." +
+         std::to_string(version[2]);
+}
+
+// The library that runs (not the header compiled against): name and version.
+std::string LibraryVersion() {
+  char* name = nullptr;
+  int version[3] = {0, 0, 0};
+  Check(GxB_Global_Option_get_CHAR(GxB_LIBRARY_NAME, &name), "reading the library's name");
+  Check(GxB_Global_Option_get(GxB_LIBRARY_VERSION, version), "reading the library's version");
+  return std::string(name ? name : "GraphBLAS") + " " + Dotted(version);
+}
+
+// Where it was loaded from and the compiler that built it (its name holds its version).
+std::string LibraryBuild() {
+  char* compiler = nullptr;
+  Check(GxB_Global_Option_get_CHAR(GxB_COMPILER_NAME, &compiler), "reading the compiler");
+  return PrebuiltFrom(reinterpret_cast<const void*>(&GrB_init)) + " (built with " +
+         (compiler ? compiler : "an unknown compiler") + ")";
 }
 
 // The typed names of the C API for float and double (its generic macros are C11 only).
@@ -39,9 +104,6 @@ struct Typed<float> {
   static GrB_Info build(GrB_Matrix a, const GrB_Index* i, const GrB_Index* j, const float* x,
                         GrB_Index n) {
     return GrB_Matrix_build_FP32(a, i, j, x, n, GrB_PLUS_FP32);
-  }
-  static GrB_Info build(GrB_Vector v, const GrB_Index* i, const float* x, GrB_Index n) {
-    return GrB_Vector_build_FP32(v, i, x, n, GrB_PLUS_FP32);
   }
   static GrB_Info extract(GrB_Index* i, GrB_Index* j, float* x, GrB_Index* n, GrB_Matrix a) {
     return GrB_Matrix_extractTuples_FP32(i, j, x, n, a);
@@ -60,9 +122,6 @@ struct Typed<double> {
                         GrB_Index n) {
     return GrB_Matrix_build_FP64(a, i, j, x, n, GrB_PLUS_FP64);
   }
-  static GrB_Info build(GrB_Vector v, const GrB_Index* i, const double* x, GrB_Index n) {
-    return GrB_Vector_build_FP64(v, i, x, n, GrB_PLUS_FP64);
-  }
   static GrB_Info extract(GrB_Index* i, GrB_Index* j, double* x, GrB_Index* n, GrB_Matrix a) {
     return GrB_Matrix_extractTuples_FP64(i, j, x, n, a);
   }
@@ -71,8 +130,6 @@ struct Typed<double> {
   }
 };
 
-// SuiteSparse:GraphBLAS: plus-times mxv and mxm; SDDMM as the product masked by A's pattern,
-// then multiplied by A element-wise.
 template <class V>
 class GraphBlasBaseline : public Baseline {
   using T = Typed<V>;
@@ -86,39 +143,66 @@ class GraphBlasBaseline : public Baseline {
     for (GrB_Vector* v : {&u_, &w_}) {
       if (*v) GrB_Vector_free(v);
     }
+    if (dot_) GrB_Descriptor_free(&dot_);
   }
   std::string name() const override { return "graphblas"; }
 
   void Prepare() override {
     InitializeOnce();
+    version = LibraryVersion();
+    flags = LibraryBuild();
     const auto start = std::chrono::steady_clock::now();
-    Check(GxB_Global_Option_set(static_cast<GxB_Option_Field>(GxB_NTHREADS), o_.threads),
-          "setting the thread count");
+    Check(GxB_Global_Option_set_INT32(GxB_GLOBAL_NTHREADS, o_.threads), "setting the thread count");
     const CooTensor& t = *o_.sparse;
     const GrB_Index rows = t.dims[0], cols = t.dims[1], nnz = t.nnz();
-    std::vector<GrB_Index> i(nnz), j(nnz);
-    std::vector<V> x(nnz);
-    for (GrB_Index e = 0; e < nnz; ++e) {
-      i[e] = t.coords[0][e];
-      j[e] = t.coords[1][e];
-      x[e] = static_cast<V>(t.values[e]);
+    {
+      std::vector<GrB_Index> i(nnz), j(nnz);
+      std::vector<V> x(nnz);
+      for (GrB_Index e = 0; e < nnz; ++e) {
+        i[e] = t.coords[0][e];
+        j[e] = t.coords[1][e];
+        x[e] = static_cast<V>(t.values[e]);
+      }
+      Check(GrB_Matrix_new(&a_, T::type(), rows, cols), "GrB_Matrix_new");
+      Check(GxB_Matrix_Option_set_INT32(a_, GxB_FORMAT, GxB_BY_ROW), "holding A by row");
+      Check(GxB_Matrix_Option_set_INT32(a_, GxB_SPARSITY_CONTROL, GxB_SPARSE), "holding A sparse");
+      Check(T::build(a_, i.data(), j.data(), x.data(), nnz), "building A");
+      Check(GrB_Matrix_wait(a_, GrB_MATERIALIZE), "GrB_Matrix_wait");
     }
-    Check(GrB_Matrix_new(&a_, T::type(), rows, cols), "GrB_Matrix_new");
-    Check(T::build(a_, i.data(), j.data(), x.data(), nnz), "building A");
-    Check(GrB_Matrix_wait(a_, GrB_MATERIALIZE), "GrB_Matrix_wait");
+    const std::vector<ValueBuffer>& in = *o_.inputs;
     if (o_.kernel == "spmv") {
-      u_ = DenseVector((*o_.inputs)[2], cols);
-      Check(GrB_Vector_new(&w_, T::type(), rows), "GrB_Vector_new");
+      u_ = FullVector(&in[2], cols);
+      w_ = FullVector(nullptr, rows);  // zero: the first w += A*u is the result
+      method =
+          "GrB_mxv(w, NULL, GrB_PLUS, PLUS_TIMES, A, u, NULL): w += A*u into a full w "
+          "(in place, GB_AxB_dot4)";
     } else if (o_.kernel == "spmm") {
-      const int64_t width = o_.sizes.at("j");
-      b_ = DenseMatrix((*o_.inputs)[2], cols, width);
-      Check(GrB_Matrix_new(&c_, T::type(), rows, width), "GrB_Matrix_new");
+      const GrB_Index width = o_.sizes.at("j");
+      b_ = FullMatrix(&in[2], cols, width);
+      c_ = FullMatrix(nullptr, rows, width);  // zero: the first C += A*B is the result
+      method =
+          "GrB_mxm(C, NULL, GrB_PLUS, PLUS_TIMES, A, B, NULL): C += A*B into a full C (in "
+          "place, GB_AxB_saxpy5 on C' += B'*A')";
     } else {
-      const int64_t depth = o_.sizes.at("k");
-      b_ = DenseMatrix((*o_.inputs)[2], rows, depth);
-      // C(k,j) goes in transposed (by rows of C^T) so the masked product takes the dot-product
-      // method: each kept entry is a dot product of two rows. The transposition is setup time.
-      c_ = DenseMatrix((*o_.inputs)[3], depth, cols, /*transposed=*/true);
+      const GrB_Index depth = o_.sizes.at("k");
+      b_ = FullMatrix(&in[2], rows, depth);
+      Check(GrB_Descriptor_new(&dot_), "GrB_Descriptor_new");
+      Check(GrB_Descriptor_set(dot_, GrB_MASK, GrB_STRUCTURE), "a structural mask");
+      Check(GrB_Descriptor_set(dot_, GrB_OUTP, GrB_REPLACE), "replacing the output");
+      if (o_.kernel == "sddmm") {
+        c_ = FullMatrix(&in[3], depth, cols);  // C(k,j) by row, as given
+        Check(GrB_Descriptor_set(dot_, GxB_AxB_METHOD, GxB_AxB_DOT), "the dot-product method");
+        method =
+            "GrB_mxm(T, A, NULL, PLUS_TIMES, B, C, {GrB_REPLACE, GrB_STRUCTURE, GxB_AxB_DOT}): C "
+            "transposed inside each call, masked dot product GB_AxB_dot3; then "
+            "GrB_eWiseMult(D, TIMES, A, T)";
+      } else {
+        c_ = FullMatrix(&in[3], cols, depth);  // C(j,k) by row: C' of the product
+        Check(GrB_Descriptor_set(dot_, GrB_INP1, GrB_TRAN), "transposing the second input");
+        method =
+            "GrB_mxm(T, A, NULL, PLUS_TIMES, B, C, GrB_DESC_RST1): masked dot product "
+            "GB_AxB_dot3 on C' held by row; then GrB_eWiseMult(D, TIMES, A, T)";
+      }
       Check(GrB_Matrix_new(&t_, T::type(), rows, cols), "GrB_Matrix_new");
       Check(GrB_Matrix_new(&d_, T::type(), rows, cols), "GrB_Matrix_new");
     }
@@ -127,13 +211,13 @@ class GraphBlasBaseline : public Baseline {
 
   void Call() override {
     if (o_.kernel == "spmv") {
-      Check(GrB_mxv(w_, nullptr, nullptr, T::plus_times(), a_, u_, nullptr), "GrB_mxv");
+      Check(GrB_mxv(w_, nullptr, T::plus(), T::plus_times(), a_, u_, nullptr), "GrB_mxv");
       Check(GrB_Vector_wait(w_, GrB_MATERIALIZE), "GrB_Vector_wait");
     } else if (o_.kernel == "spmm") {
-      Check(GrB_mxm(c_, nullptr, nullptr, T::plus_times(), a_, b_, nullptr), "GrB_mxm");
+      Check(GrB_mxm(c_, nullptr, T::plus(), T::plus_times(), a_, b_, nullptr), "GrB_mxm");
       Check(GrB_Matrix_wait(c_, GrB_MATERIALIZE), "GrB_Matrix_wait");
     } else {
-      Check(GrB_mxm(t_, a_, nullptr, T::plus_times(), b_, c_, GrB_DESC_ST1), "masked GrB_mxm");
+      Check(GrB_mxm(t_, a_, nullptr, T::plus_times(), b_, c_, dot_), "masked GrB_mxm");
       Check(GrB_Matrix_eWiseMult_BinaryOp(d_, nullptr, nullptr, T::times(), a_, t_, nullptr),
             "GrB_eWiseMult");
       Check(GrB_Matrix_wait(d_, GrB_MATERIALIZE), "GrB_Matrix_wait");
@@ -177,48 +261,48 @@ class GraphBlasBaseline : public Baseline {
   }
 
  private:
-  GrB_Vector DenseVector(const ValueBuffer& values, GrB_Index size) {
-    std::vector<GrB_Index> i(size);
-    std::vector<V> x(size);
-    for (GrB_Index k = 0; k < size; ++k) {
-      i[k] = k;
-      x[k] = static_cast<V>(values.Get(static_cast<int64_t>(k)));
-    }
+  // GraphBLAS takes ownership of a packed array, which must come from its allocator (malloc).
+  static V* Values(const ValueBuffer* values, GrB_Index count) {
+    V* x = static_cast<V*>(std::malloc(std::max<GrB_Index>(count, 1) * sizeof(V)));
+    if (!x) throw InternalError("GraphBLAS: out of memory for a dense operand");
+    for (GrB_Index k = 0; k < count; ++k)
+      x[k] = values ? static_cast<V>(values->Get(static_cast<int64_t>(k))) : V(0);
+    return x;
+  }
+
+  // A full vector of `values` (zeros when null), never iso.
+  GrB_Vector FullVector(const ValueBuffer* values, GrB_Index size) {
     GrB_Vector v = nullptr;
     Check(GrB_Vector_new(&v, T::type(), size), "GrB_Vector_new");
-    Check(T::build(v, i.data(), x.data(), size), "building a dense vector");
-    Check(GrB_Vector_wait(v, GrB_MATERIALIZE), "GrB_Vector_wait");
+    void* x = Values(values, size);
+    Check(GxB_Vector_pack_Full(v, &x, size * sizeof(V), false, nullptr), "packing a vector");
+    Check(GxB_Vector_Option_set_INT32(v, GxB_SPARSITY_CONTROL, GxB_FULL), "holding a vector full");
     return v;
   }
-  // A dense row-major operand, or its transpose.
-  GrB_Matrix DenseMatrix(const ValueBuffer& values, GrB_Index rows, GrB_Index cols,
-                         bool transposed = false) {
-    std::vector<GrB_Index> i(rows * cols), j(rows * cols);
-    std::vector<V> x(rows * cols);
-    for (GrB_Index r = 0; r < rows; ++r) {
-      for (GrB_Index c = 0; c < cols; ++c) {
-        i[r * cols + c] = transposed ? c : r;
-        j[r * cols + c] = transposed ? r : c;
-        x[r * cols + c] = static_cast<V>(values.Get(static_cast<int64_t>(r * cols + c)));
-      }
-    }
+
+  // A full row-major matrix of `values` (zeros when null), never iso.
+  GrB_Matrix FullMatrix(const ValueBuffer* values, GrB_Index rows, GrB_Index cols) {
     GrB_Matrix m = nullptr;
-    Check(GrB_Matrix_new(&m, T::type(), transposed ? cols : rows, transposed ? rows : cols),
-          "GrB_Matrix_new");
-    Check(T::build(m, i.data(), j.data(), x.data(), rows * cols), "building a dense matrix");
-    Check(GrB_Matrix_wait(m, GrB_MATERIALIZE), "GrB_Matrix_wait");
+    Check(GrB_Matrix_new(&m, T::type(), rows, cols), "GrB_Matrix_new");
+    Check(GxB_Matrix_Option_set_INT32(m, GxB_FORMAT, GxB_BY_ROW), "holding a matrix by row");
+    void* x = Values(values, rows * cols);
+    Check(GxB_Matrix_pack_FullR(m, &x, rows * cols * sizeof(V), false, nullptr),
+          "packing a matrix");
+    Check(GxB_Matrix_Option_set_INT32(m, GxB_SPARSITY_CONTROL, GxB_FULL), "holding a matrix full");
     return m;
   }
 
   BaselineOperands o_;
   GrB_Matrix a_ = nullptr, b_ = nullptr, c_ = nullptr, t_ = nullptr, d_ = nullptr;
   GrB_Vector u_ = nullptr, w_ = nullptr;
+  GrB_Descriptor dot_ = nullptr;
 };
 
 }  // namespace
 
 std::unique_ptr<Baseline> MakeGraphBlasBaseline(const BaselineOperands& o) {
-  if (o.kernel != "spmv" && o.kernel != "spmm" && o.kernel != "sddmm") return nullptr;
+  if (o.kernel != "spmv" && o.kernel != "spmm" && o.kernel != "sddmm" && o.kernel != "sddmm_nt")
+    return nullptr;
   if (o.dtype == DType::kF32) return std::make_unique<GraphBlasBaseline<float>>(o);
   return std::make_unique<GraphBlasBaseline<double>>(o);
 }

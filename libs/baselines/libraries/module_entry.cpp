@@ -4,12 +4,11 @@
 
 extern "C" void sparsetune_make_baselines(const sparsetune::BaselineOperands& operands,
                                           std::vector<std::unique_ptr<sparsetune::Baseline>>* out) {
-  using namespace sparsetune;
+  using sparsetune::Baseline;
   auto add = [&](std::unique_ptr<Baseline> b) {
     if (b) out->push_back(std::move(b));
   };
-  add(MakeEigenBaseline(operands));
-  add(MakeRsbBaseline(operands, false));
-  add(MakeRsbBaseline(operands, true));
-  add(MakeGraphBlasBaseline(operands));
+  add(sparsetune::MakeRsbBaseline(operands, false));
+  add(sparsetune::MakeRsbBaseline(operands, true));
+  add(sparsetune::MakeGraphBlasBaseline(operands));
 }

@@ -40,6 +40,10 @@ class RsbBaseline : public Baseline {
 
   void Prepare() override {
     InitializeOnce();
+    version = RSB_HEADER_VERSION_STRING;
+    flags = PrebuiltFrom(reinterpret_cast<const void*>(&rsb_lib_init));
+    method = std::string(o_.kernel == "spmv" ? "rsb_spmv" : "rsb_spmm (row-major)") +
+             (tuned_ ? " after rsb_tune_spmm chose blocking and threads" : "");
     const auto start = std::chrono::steady_clock::now();
     const CooTensor& t = *o_.sparse;
     std::vector<V> values(t.nnz());

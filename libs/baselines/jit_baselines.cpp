@@ -1,0 +1,137 @@
+// Eigen and the textbook kernels, compiled by sparsetune's JIT with the generated kernels' flags
+// at first use (cached by content like kernels), and the FLOP probe compiled the same way.
+#include <chrono>
+#include <cstring>
+
+#include "base/errors.hpp"
+#include "baselines/contenders.hpp"
+#include "baselines/csr.hpp"
+#include "baselines/jit_sources.hpp"
+#include "jit/jit.hpp"
+
+namespace sparsetune {
+
+namespace {
+
+Jit& DefaultJit() {
+  static Jit jit;
+  return jit;
+}
+
+// The value type goes in as the first line; everything else is the embedded file.
+std::string TypedSource(const std::string& file, DType dtype) {
+  return std::string("#define ST_VALUE ") + DTypeCName(dtype) + "\n" + JitSource(file);
+}
+
+template <class F>
+F Resolve(const CompiledKernel& kernel, const char* name) {
+  void* symbol = Jit::Symbol(kernel, name);
+  if (!symbol) throw InternalError(kernel.library_path + " has no " + name);
+  return reinterpret_cast<F>(symbol);
+}
+
+// The C API of jit_sources/*.cpp (see hand_kernels.cpp).
+using VersionFn = const char* (*)();
+using PrepareFn = void* (*)(const char*, int, int64_t, int64_t, int64_t, const int64_t*,
+                            const int32_t*, const void*, const void*, const void*);
+using CallFn = void (*)(void*);
+using OutputFn = const void* (*)(void*, int64_t*);
+using FreeFn = void (*)(void*);
+
+std::string Method(const std::string& which, const std::string& kernel) {
+  if (which == "eigen") {
+    return kernel == "spmv" ? "y.noalias() = A * x (SparseMatrix<RowMajor> times a vector; "
+                              "Eigen's OpenMP row loop)"
+                            : "C.noalias() = A * B (SparseMatrix<RowMajor> times a row-major "
+                              "matrix; Eigen's OpenMP row loop)";
+  }
+  if (kernel == "spmv") return "CSR row loop, omp parallel for over rows (static)";
+  if (kernel == "spmm")
+    return "CSR row loop (dynamic rows), C row zeroed, then C[i,:] += a * B[k,:] with omp simd";
+  if (kernel == "sddmm")
+    return "C transposed at every call (plain parallel transpose), then per nonzero one omp "
+           "simd reduction dot product of B's row and C^T's row (dynamic rows)";
+  return "per nonzero one omp simd reduction dot product of B's row and C's row (dynamic rows)";
+}
+
+class JitBaseline : public Baseline {
+ public:
+  JitBaseline(const BaselineOperands& o, std::string which) : o_(o), which_(std::move(which)) {}
+  ~JitBaseline() override {
+    if (state_) free_(state_);
+  }
+  std::string name() const override { return which_; }
+  std::string kind() const override { return which_ == "hand" ? "hand" : "library"; }
+
+  void Prepare() override {
+    Jit& jit = o_.jit ? *o_.jit : DefaultJit();
+    const std::string file = which_ == "eigen" ? "eigen_kernels.cpp" : "hand_kernels.cpp";
+    const CompiledKernel compiled = jit.CompileLibrary(TypedSource(file, o_.dtype));
+    auto prepare = Resolve<PrepareFn>(compiled, "st_baseline_prepare");
+    call_ = Resolve<CallFn>(compiled, "st_baseline_call");
+    output_ = Resolve<OutputFn>(compiled, "st_baseline_output");
+    free_ = Resolve<FreeFn>(compiled, "st_baseline_free");
+    const std::string library = Resolve<VersionFn>(compiled, "st_baseline_version")();
+    version = library.empty() ? "textbook kernel" : library;
+    method = Method(which_, o_.kernel);
+    flags = jit.compiler_version() + " " + Jit::Flags();
+
+    const auto start = std::chrono::steady_clock::now();
+    const CooTensor& t = *o_.sparse;
+    const CsrArrays csr = ToCsr(t);
+    const bool f32 = o_.dtype == DType::kF32;
+    const std::vector<float> values32 = f32 ? TypedValues<float>(t) : std::vector<float>();
+    const std::vector<double> values64 = f32 ? std::vector<double>() : TypedValues<double>(t);
+    const void* values = f32 ? static_cast<const void*>(values32.data()) : values64.data();
+    const std::vector<ValueBuffer>& in = *o_.inputs;
+    const bool sddmm = o_.kernel == "sddmm" || o_.kernel == "sddmm_nt";
+    const int64_t width =
+        o_.kernel == "spmm" ? o_.sizes.at("j") : (sddmm ? o_.sizes.at("k") : int64_t(1));
+    state_ = prepare(o_.kernel.c_str(), o_.threads, t.dims[0], t.dims[1], width, csr.row_ptr.data(),
+                     csr.col.data(), values, in[2].data(), sddmm ? in[3].data() : nullptr);
+    if (!state_) throw InternalError(which_ + " has no " + o_.kernel + " kernel");
+    prepare_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void Call() override { call_(state_); }
+
+  ValueBuffer Output() override {
+    int64_t count = 0;
+    const void* data = output_(state_, &count);
+    ValueBuffer out(o_.dtype, count);
+    std::memcpy(out.data(), data, static_cast<size_t>(count) * DTypeSize(o_.dtype));
+    return out;
+  }
+
+ private:
+  BaselineOperands o_;
+  std::string which_;
+  void* state_ = nullptr;
+  CallFn call_ = nullptr;
+  OutputFn output_ = nullptr;
+  FreeFn free_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Baseline> MakeJitBaseline(const BaselineOperands& o, const std::string& which) {
+  const bool matrix = o.kernel == "spmv" || o.kernel == "spmm";
+  const bool sddmm = o.kernel == "sddmm" || o.kernel == "sddmm_nt";
+  if (which == "eigen" && matrix) return std::make_unique<JitBaseline>(o, which);
+  if (which == "hand" && (matrix || sddmm)) return std::make_unique<JitBaseline>(o, which);
+  return nullptr;
+}
+
+FlopProbe MeasureFlopRate(Jit& jit, DType dtype, int threads) {
+  const CompiledKernel compiled = jit.CompileLibrary(TypedSource("flop_probe.cpp", dtype));
+  using ProbeFn = double (*)(int, char*, int, int*);
+  auto probe = Resolve<ProbeFn>(compiled, "st_flop_probe");
+  char isa[32] = {0};
+  FlopProbe out;
+  out.gflops = probe(threads, isa, sizeof(isa), &out.lanes);
+  out.isa = isa;
+  return out;
+}
+
+}  // namespace sparsetune
