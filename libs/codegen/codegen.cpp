@@ -193,6 +193,12 @@ class Emitter {
     } else {
       Line("value_t* __restrict T0 = (value_t*)args->output;  // " + e_.tensors[0].name);
     }
+    if (HasCompleteTile()) {
+      // Outputs larger than the last-level cache are stored around it: the stores then need no
+      // read of the line they overwrite.
+      Line("const int st_stream_output = (int64_t)sizeof(value_t) * " + OutputSize() +
+           " > st_cache_bytes();");
+    }
     if (nest_.zero_output) {
       Line("{");
       ++depth_;
@@ -487,10 +493,56 @@ class Emitter {
     for (int bytes : {16, 32})
       Line("typedef value_t st_vec" + std::to_string(bytes) + " __attribute__((vector_size(" +
            std::to_string(bytes) + "), aligned(sizeof(value_t))));");
+    if (HasCompleteTile()) EmitStreamingStore();
     Line("static inline value_t st_sum(st_vec v) {");
     Line("  value_t s = 0;");
     Line("  for (int l = 0; l < ST_LANES; ++l) s += v[l];");
     Line("  return s;");
+    Line("}");
+  }
+
+  bool HasCompleteTile() const {
+    for (const Tile& t : tiles_) {
+      if (t.complete) return true;
+    }
+    return false;
+  }
+
+  // st_store: a vector store, non-temporal (around the caches) when asked and aligned;
+  // st_cache_bytes: the last-level cache's size; st_fence orders a thread's non-temporal stores
+  // before the region's end.
+  void EmitStreamingStore() {
+    Line("#include <unistd.h>");
+    Line("#include <immintrin.h>");
+    Line("static inline void st_store(st_vec* p, st_vec v, int stream) {");
+    Line("  if (stream && (uintptr_t)p % ST_VEC_BYTES == 0) {");
+    Line("#if defined(__AVX512F__)");
+    Line("    if constexpr (sizeof(value_t) == 4) _mm512_stream_ps((float*)p, (__m512)v);");
+    Line("    else _mm512_stream_pd((double*)p, (__m512d)v);");
+    Line("    return;");
+    Line("#elif defined(__AVX__)");
+    Line("    if constexpr (sizeof(value_t) == 4) _mm256_stream_ps((float*)p, (__m256)v);");
+    Line("    else _mm256_stream_pd((double*)p, (__m256d)v);");
+    Line("    return;");
+    Line("#elif defined(__SSE2__)");
+    Line("    if constexpr (sizeof(value_t) == 4) _mm_stream_ps((float*)p, (__m128)v);");
+    Line("    else _mm_stream_pd((double*)p, (__m128d)v);");
+    Line("    return;");
+    Line("#endif");
+    Line("  }");
+    Line("  *p = v;");
+    Line("}");
+    Line("static inline void st_fence(int stream) {");
+    Line("#if defined(__SSE2__)");
+    Line("  if (stream) _mm_sfence();");
+    Line("#endif");
+    Line("}");
+    Line("static int64_t st_cache_bytes() {");
+    Line("  static const int64_t bytes = [] {");
+    Line("    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);");
+    Line("    return l3 > 0 ? (int64_t)l3 : (int64_t)32 << 20;");
+    Line("  }();");
+    Line("  return bytes;");
     Line("}");
   }
 
@@ -604,8 +656,9 @@ class Emitter {
   struct Tile {
     const NestNode* owner = nullptr;
     const NestNode* loop = nullptr;
-    int64_t size = 0;      // the split of j
-    bool gathers = false;  // an array of `size` elements rather than vectors
+    int64_t size = 0;       // the split of j
+    bool gathers = false;   // an array of `size` elements rather than vectors
+    bool complete = false;  // stored once (see NestNode::tile_complete)
     std::string name;
     // Vector tiles: the vector type and, as C expressions, its lanes and how many there are.
     std::string vec, lanes, count;
@@ -643,6 +696,7 @@ class Emitter {
         t.lanes = std::to_string(width / DTypeSize(dtype_));
         t.count = std::to_string(bytes / width);
       }
+      t.complete = n.tile_complete;
       // Too narrow for a vector, or more vectors than registers hold: no tile.
       if (!t.vec.empty() && bytes <= 16 * 64) {
         t.name = "tile" + std::to_string(tiles_.size());
@@ -707,7 +761,14 @@ class Emitter {
     }
     if (!tile->gathers) {
       OpenTileVectorLoop(*tile);
-      Line("*(" + tile->vec + "*)&" + Address(compute.lhs) + " += " + tile->name + "[g];");
+      if (!tile->complete) {
+        Line("*(" + tile->vec + "*)&" + Address(compute.lhs) + " += " + tile->name + "[g];");
+      } else if (tile->vec == "st_vec") {
+        Line("st_store((st_vec*)&" + Address(compute.lhs) + ", " + tile->name +
+             "[g], st_stream_output);");
+      } else {
+        Line("*(" + tile->vec + "*)&" + Address(compute.lhs) + " = " + tile->name + "[g];");
+      }
       CloseLoop();
     }
     --depth_;
@@ -869,6 +930,7 @@ class Emitter {
       }
     }
     for (int t : n.thread_temps) Line("free(tmp" + std::to_string(t) + ");");
+    if (HasCompleteTile()) Line("st_fence(st_stream_output);");
     --depth_;
     Line("}");
   }
@@ -901,11 +963,28 @@ class Emitter {
     EmitOutputClearing(n);
   }
 
+  // A complete register tile over the output's last index: its whole slices are stored, so
+  // only the columns past the last whole slice need clearing.
+  const Tile* CompleteTileOver(const std::vector<std::string>& rest) const {
+    if (rest.size() != 1) return nullptr;
+    for (const Tile& t : tiles_) {
+      if (t.complete && t.loop->var.index == rest[0]) return &t;
+    }
+    return nullptr;
+  }
+
   void EmitOutputClearing(const NestNode& n) {
     if (n.zero_prefix > 0) {
       const auto& out = e_.tensors[0].indices;
       const std::vector<std::string> fixed(out.begin(), out.begin() + n.zero_prefix);
       const std::vector<std::string> rest(out.begin() + n.zero_prefix, out.end());
+      if (const Tile* tile = CompleteTileOver(rest)) {
+        const std::string& j = tile->loop->var.index;
+        const std::string whole = "(" + D(j) + " / " + S(j) + " * " + S(j) + ")";
+        Line("memset(T0 + (" + Horner(fixed) + ") * " + D(j) + " + " + whole +
+             ", 0, sizeof(value_t) * (" + D(j) + " - " + whole + "));");
+        return;
+      }
       Line("memset(T0 + (" + Horner(fixed) + ") * (" + Product(rest) + "), 0, sizeof(value_t) * (" +
            Product(rest) + "));");
     }

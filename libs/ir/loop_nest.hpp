@@ -77,6 +77,9 @@ struct NestNode {
   // a sliced level's coordinates, or the sparse values): the tile is an array updated by a
   // SIMD loop rather than vectors updated by contiguous loads.
   bool tile_gathers = false;
+  // The tile holds the whole reduction of its output slice (no reduction loop encloses this
+  // one): the slice is stored once, not added to a cleared output.
+  bool tile_complete = false;
   std::vector<int> thread_temps;  // parallel loops: temporaries allocated per thread
   std::vector<int> reductions;    // parallel loops: accumulators declared outside, summed inside
   // > 0: at the start of each iteration, clear the output slice whose first `zero_prefix`

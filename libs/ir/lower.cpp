@@ -798,6 +798,12 @@ class Lowerer {
       if (parallel_inside) continue;
       reduction->tile_loop = inner;
       reduction->tile_gathers = !contiguous;
+      bool complete = true;
+      for (NestNode* l : site.loops) {
+        if (l == reduction) break;
+        complete &= Contains(c->lhs.indices, l->var.index);
+      }
+      reduction->tile_complete = complete && contiguous;
     }
   }
 
@@ -850,7 +856,10 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
                              : "") +
              (n.group > 1 ? ", groups of " + std::to_string(n.group) : "") +
              (n.prefetch > 0 ? ", prefetch " + std::to_string(n.prefetch) + " ahead" : "") +
-             (n.tile_loop ? ", " + n.tile_loop->var.name + " slice in registers" : "") + "]\n";
+             (n.tile_loop ? ", " + n.tile_loop->var.name + " slice in registers" +
+                                (n.tile_complete ? ", stored once" : "")
+                          : "") +
+             "]\n";
       if (n.zero_prefix > 0)
         out += pad + "  zero the " + nest.expression.tensors[0].name + " slice\n";
       break;

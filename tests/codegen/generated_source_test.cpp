@@ -282,7 +282,10 @@ TEST_F(GeneratedKernels, SpmmRegisterTileHoldsTheOutputSliceInVectors) {
   EXPECT_TRUE(Has(source, "#elif defined(__AVX__)\n#define ST_VEC_BYTES 32"));
   EXPECT_TRUE(Has(source, "vector_size(ST_VEC_BYTES)"));
   EXPECT_TRUE(Has(source, "st_vec tile0[(64 / ST_VEC_BYTES)] = {};"));  // 16 floats
-  EXPECT_TRUE(Has(source, "*(st_vec*)&T0["));  // added to the output once per slice
+  // The tile holds the slice's whole sum: stored once (around the caches when the output is
+  // larger than them); only the columns past the last whole slice are cleared.
+  EXPECT_TRUE(Has(source, "st_store((st_vec*)&T0[(i0) * d1 + i1], tile0[g], st_stream_output);"));
+  EXPECT_TRUE(Has(source, "memset(T0 + (i0) * d1 + (d1 / s1 * s1), 0"));
   EXPECT_TRUE(Has(source, "constexpr int64_t s1 = 16;"));
   EXPECT_TRUE(Has(source, "if (i1o * s1 + s1 <= d1)"));
   // 16 doubles: 128 bytes.
