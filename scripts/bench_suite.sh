@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Benchmarks sparsetune against the fair baselines (libraries: Eigen, librsb, GraphBLAS,
-# PyTorch; the textbook kernels) over a suite of matrices: every shared real matrix above 50k
-# nonzeros, plus generated DRAM-resident ones (10M+ nonzeros: uniform, power law, banded,
-# blocked, and resizes of real matrices). Each matrix is tuned (`sparsetune tune`, into a suite
+# PyTorch; the textbook kernels) over a suite of matrices in three sets: "shared", every shared
+# real matrix above 50k nonzeros; "mid", generated matrices of other families at 0.4M to 1.7M
+# nonzeros (stencils, band, uniform, R-MAT in file and random order, 4x4 blocks, a pruned
+# network layer, diagonals, resizes of two real matrices), whose dense operands at width 256
+# pass the last-level cache; "large", generated DRAM-resident ones for spmv (10M+ nonzeros:
+# uniform, power law, banded, blocked, and resizes of real matrices). Each matrix is tuned
+# (`sparsetune tune`, into a suite
 # database), then benchmarked (`sparsetune bench --csv`): FixedCSR, the heuristic schedules,
 # the tuned winner, the libraries and the textbook kernels, timed together.
 #
@@ -17,7 +21,8 @@
 #   --kernels "spmv spmm sddmm sddmm_nt"
 #                                 kernels (default all four; all but spmv on matrices up to
 #                                 --dense-max-nnz nonzeros)
-#   --quick                       shared matrices only (no generated DRAM-resident ones)
+#   --sets "shared mid large"     which sets (default all three)
+#   --quick                       the shared set only
 #   --large-nnz N                 nonzeros of the generated matrices (default 20M)
 #   --dense-max-nnz N             largest matrix for spmm and sddmm (default 2M)
 #   --out DIR                     output folder (default bench-results/ in the checkout; ignored by git)
@@ -28,7 +33,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm sddmm_nt"
-quick=0
+sets="shared mid large"
 summary_only=0
 large_nnz=20000000
 dense_max=2000000
@@ -38,7 +43,8 @@ shared=${SPARSETUNE_SHARED_DATASETS:-$root/../shared/datasets}
 while [ $# -gt 0 ]; do
   case $1 in
     --kernels) kernels=$2; shift 2 ;;
-    --quick) quick=1; shift ;;
+    --quick) sets=shared; shift ;;
+    --sets) sets=$2; shift 2 ;;
     --large-nnz) large_nnz=$2; shift 2 ;;
     --dense-max-nnz) dense_max=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -57,23 +63,39 @@ csv=$out/results.csv
 if [ "$summary_only" -eq 0 ]; then
 # The suite: name, file, nonzeros.
 suite=()
-if [ -f "$shared/MANIFEST.tsv" ]; then
+in_sets() { [[ " $sets " == *" $1 "* ]]; }
+generate() {  # name, gen arguments...
+  local name=$1; shift
+  # The arguments are in the cached file's name, so a changed size is generated anew.
+  local file=$cache/$name-$(echo "$*" | md5sum | cut -c1-8).mtx
+  [ -f "$file" ] || "${bin[@]}" gen "$@" -o "$file.tmp.mtx" >&2 && mv -f "$file.tmp.mtx" "$file" 2>/dev/null || true
+  local size=
+  [ -f "$file" ] && size=$(grep -v -m1 '^%' "$file" | awk '{ print $3 }')
+  suite+=("$name|$file|${size:-0}")
+}
+if in_sets shared && [ -f "$shared/MANIFEST.tsv" ]; then
   while IFS=$'\t' read -r name _ _ _ _ nnz _; do
     [[ $name == name || -z $name ]] && continue
     [ "$nnz" -gt 50000 ] && suite+=("$name|$shared/matrices/$name.mtx|$nnz")
   done < "$shared/MANIFEST.tsv"
 fi
-if [ "$quick" -eq 0 ]; then
+if in_sets mid; then
+  generate stencil2d_mid stencil2d --nx 400 --ny 400
+  generate stencil3d_mid stencil3d --nx 60 --ny 60 --nz 60
+  generate banded_mid banded --rows 60000 --bandwidth 12 --fill 0.5 --seed 3
+  generate uniform_mid uniform --rows 40000 --nnz 400000 --seed 4
+  generate rmat_mid powerlaw --rows 60000 --nnz 800000 --seed 5
+  generate rmat_shuffled_mid powerlaw --rows 60000 --nnz 800000 --seed 6 --shuffle
+  generate blocked_mid blocked --rows 40000 --block 4 --nnz 600000 --block-fill 0.8 --seed 7
+  generate dnn_mid dnn --rows 4096 --cols 4096 --density 0.1 --seed 8
+  generate diagonals_mid diagonal-heavy --rows 50000 --nnz 500000 --seed 9
+  for real in bcsstk38 mhd4800a; do
+    [ -f "$shared/matrices/$real.mtx" ] || continue
+    generate "${real}_mid" resize "$shared/matrices/$real.mtx" --rows 25000 --cols 25000 --seed 10
+  done
+fi
+if in_sets large; then
   rows=$((large_nnz / 10))
-  generate() {  # name, gen arguments...
-    local name=$1; shift
-    # The arguments are in the cached file's name, so a changed size is generated anew.
-    local file=$cache/$name-$(echo "$*" | md5sum | cut -c1-8).mtx
-    [ -f "$file" ] || "${bin[@]}" gen "$@" -o "$file.tmp.mtx" >&2 && mv -f "$file.tmp.mtx" "$file" 2>/dev/null || true
-    local size=
-    [ -f "$file" ] && size=$(grep -v -m1 '^%' "$file" | awk '{ print $3 }')
-    suite+=("$name|$file|${size:-$large_nnz}")
-  }
   generate uniform_large uniform --rows "$rows" --cols "$rows" --nnz "$large_nnz" --seed 11
   generate powerlaw_large powerlaw --rows "$rows" --cols "$rows" --nnz "$large_nnz" --seed 12
   generate banded_large banded --rows "$rows" --cols "$rows" --bandwidth 8 --fill 0.6 --seed 13
