@@ -259,6 +259,11 @@ void RunBench(const BenchOptions& o) {
   out["nnz"] = tensor.nnz();
   out["threads"] = threads;
   out["bandwidth_probe_gbs"] = probe;
+  // The timing's disturbance check (timed again while disturbed; see TimingOptions).
+  const TimingResult timing_check = times.empty() ? TimingResult() : times.front();
+  out["disturbed"] = timing_check.disturbed;
+  out["disturbance"] = timing_check.disturbance;
+  out["timing_attempts"] = timing_check.attempts;
   out["effective_bytes"] = bytes;
   out["results"] = nlohmann::json::array();
   out["effective_gbs"] = nlohmann::json::object();
@@ -316,6 +321,9 @@ void RunBench(const BenchOptions& o) {
                 fixed->verified ? fixed->time.median_ms / median : 0.0,
                 best_library ? best_library->time.median_ms / median : 0.0);
   }
+  std::printf("  machine    %s%s (timed %d times)\n",
+              timing_check.disturbed ? "busy, these times are not to be trusted: " : "quiet",
+              timing_check.disturbance.c_str(), timing_check.attempts);
   if (best_own && best_library)
     std::printf("  best sparsetune (%s) vs best library (%s): %.2fx\n", best_own->name.c_str(),
                 best_library->name.c_str(),
@@ -334,7 +342,8 @@ void RegisterBench(CLI::App& app, Context& context) {
       "together");
   sub->add_option("FILE", o->file, "Sparse matrix file")->required();
   AddKernelOptions(sub, o->kernel);
-  sub->add_option("--threads,-t", o->threads, "Threads for every contender (default: all)");
+  sub->add_option("--threads,-t", o->threads, "Threads for every contender (default: all)")
+      ->check(ThreadCount());
   sub->add_option("--schedule,-s", o->schedules, "Also a schedule JSON file (repeatable)");
   sub->add_option("--samples", o->samples, "Also this many sampled SuperSchedules");
   sub->add_flag("--no-libraries{false}", o->libraries, "Only sparsetune's kernels");

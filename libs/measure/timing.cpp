@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <mutex>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <omp.h>
@@ -39,7 +42,74 @@ static int MaxWarmupRuns(const TimingOptions& options) {
   return std::max(10, options.warmup_runs);
 }
 
-TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {
+namespace {
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::string Format(const char* format, double a, double b = 0, double c = 0) {
+  char text[160];
+  std::snprintf(text, sizeof text, format, a, b, c);
+  return text;
+}
+
+// Why an attempt's times cannot be trusted, or "": the probe slow in over a quarter of the
+// rounds, or a contender whose median run is far above its fastest.
+std::string Disturbance(const std::vector<std::vector<double>>& samples,
+                        const std::vector<double>& probes, const TimingOptions& options,
+                        double* probe_median) {
+  *probe_median = Median(probes);
+  const auto busy = std::count_if(probes.begin(), probes.end(),
+                                  [](double us) { return us > kBusyParallelRegionMicros; });
+  if (!probes.empty() && busy * 4 > static_cast<int64_t>(probes.size()))
+    return Format(
+        "other processes held the cores: an empty parallel region took over %.0f us in %.0f of "
+        "%.0f rounds (a few us on a quiet machine)",
+        kBusyParallelRegionMicros, double(busy), double(probes.size()));
+  for (const auto& runs : samples) {
+    if (runs.size() < 5) continue;
+    const double fastest = *std::min_element(runs.begin(), runs.end());
+    const double median = Median(runs);
+    if (median > options.disturbed_spread * fastest &&
+        median - fastest > options.disturbed_excess_ms)
+      return Format("a contender's median run (%.4g ms) was %.1fx its fastest (%.4g ms)", median,
+                    median / fastest, fastest);
+  }
+  return "";
+}
+
+// Makes attempts until one is not disturbed or the retries are spent; `once` times everyone
+// once, filling each contender's timed runs and the probe of each round.
+std::vector<TimingResult> WithRetries(
+    const std::function<std::vector<TimingResult>(std::vector<std::vector<double>>&,
+                                                  std::vector<double>&)>& once,
+    const TimingOptions& options) {
+  for (int attempt = 1;; ++attempt) {
+    std::vector<std::vector<double>> samples;
+    std::vector<double> probes;
+    std::vector<TimingResult> results = once(samples, probes);
+    double probe_median = 0;
+    const std::string reason = Disturbance(samples, probes, options, &probe_median);
+    if (reason.empty() || attempt > options.disturbance_retries) {
+      for (TimingResult& r : results) {
+        r.disturbed = !reason.empty();
+        r.disturbance = reason;
+        r.attempts = attempt;
+        r.probe_us = probe_median;
+      }
+      return results;
+    }
+    // Give a passing disturbance (a build, a cron job) a moment before timing again.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+  }
+}
+
+TimingResult TimeRepeatedOnce(const std::function<void()>& run, const TimingOptions& options,
+                              std::vector<double>& kept, std::vector<double>& probes) {
   TimingResult result;
   // Runs once; true (and the result says so) when the run passed max_ms_per_run.
   auto timed = [&](double* ms) {
@@ -63,15 +133,19 @@ TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions&
   while (static_cast<int>(samples.size()) < options.max_reps) {
     if (timed(&ms)) return result;
     samples.push_back(ms);
+    probes.push_back(ProbeParallelRegionMicros());
     if (static_cast<int>(samples.size()) >= options.min_reps &&
         Elapsed(start) >= options.min_total_ms)
       break;
   }
+  kept = samples;
   return Summarize(std::move(samples));
 }
 
-std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
-                                          const TimingOptions& options, uint64_t seed) {
+std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<void()>>& runs,
+                                              const TimingOptions& options, uint64_t seed,
+                                              std::vector<std::vector<double>>& kept,
+                                              std::vector<double>& probes) {
   const size_t n = runs.size();
   std::vector<TimingResult> results(n);
   std::vector<std::vector<double>> samples(n);
@@ -138,6 +212,7 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
       const double ms = timed(c);
       if (active[c]) samples[c].push_back(ms);
     }
+    probes.push_back(ProbeParallelRegionMicros());
     drop_far_behind();
     const auto remaining = std::count(active.begin(), active.end(), true);
     if (remaining == 0) break;
@@ -145,10 +220,34 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
         Elapsed(start) >= options.min_total_ms * static_cast<double>(remaining))
       break;
   }
+  kept.assign(n, {});
   for (size_t c = 0; c < n; ++c) {
-    if (!results[c].timed_out) results[c] = Summarize(std::move(samples[c]));
+    if (results[c].timed_out) continue;
+    kept[c] = samples[c];
+    results[c] = Summarize(std::move(samples[c]));
   }
   return results;
+}
+
+}  // namespace
+
+TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {
+  return WithRetries(
+             [&](std::vector<std::vector<double>>& samples, std::vector<double>& probes) {
+               samples.assign(1, {});
+               return std::vector<TimingResult>{TimeRepeatedOnce(run, options, samples[0], probes)};
+             },
+             options)
+      .front();
+}
+
+std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
+                                          const TimingOptions& options, uint64_t seed) {
+  return WithRetries(
+      [&](std::vector<std::vector<double>>& samples, std::vector<double>& probes) {
+        return TimeInterleavedOnce(runs, options, seed, samples, probes);
+      },
+      options);
 }
 
 void PinOpenMpThreads() {
@@ -167,6 +266,21 @@ void PinOpenMpThreads() {
       sched_setaffinity(0, sizeof(set), &set);
     }
   });
+}
+
+double ProbeParallelRegionMicros() {
+  const int threads = omp_get_max_threads();
+  if (threads < 2) return 0;
+  using Clock = std::chrono::steady_clock;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < 3; ++k) {
+    const auto start = Clock::now();
+#pragma omp parallel num_threads(threads)
+    { asm volatile("" ::: "memory"); }
+    fastest =
+        std::min(fastest, std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  return fastest;
 }
 
 double ParallelRegionMicros(int threads) {

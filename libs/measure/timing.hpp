@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace sparsetune {
@@ -19,6 +20,16 @@ struct TimingOptions {
   // round, a contender whose fastest run is over this many times the fastest run of all
   // leaves, its median from the runs it made (its first run when it leaves in warm-up).
   double drop_slower_than = 0;
+  // A busy machine (another process holding the cores) makes times meaningless. A timing is
+  // disturbed when an empty parallel region of every OpenMP thread, timed between rounds (the
+  // probe), takes over kBusyParallelRegionMicros in more than a quarter of the rounds, or when
+  // a contender's median run is over disturbed_spread times its fastest and slower by more
+  // than disturbed_excess_ms. A disturbed timing is made again from the start (warm-up
+  // included) up to disturbance_retries more times; the result says whether the last one was
+  // still disturbed.
+  int disturbance_retries = 2;
+  double disturbed_spread = 1.5;
+  double disturbed_excess_ms = 0.02;
 };
 
 struct TimingResult {
@@ -27,6 +38,13 @@ struct TimingResult {
   double max_ms = 0;
   int reps = 0;
   bool timed_out = false;  // a run exceeded max_ms_per_run
+  // The timing's disturbance check (TimingOptions), shared by every contender timed together:
+  // whether the last attempt was still disturbed and why, how many attempts were made, and the
+  // probe's median over the last attempt's rounds (microseconds; 0 with one thread).
+  bool disturbed = false;
+  std::string disturbance;
+  int attempts = 1;
+  double probe_us = 0;
 };
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
@@ -50,5 +68,9 @@ void PinOpenMpThreads();
 // thread (milliseconds), and the times of small kernels measure that wait, not the schedule.
 double ParallelRegionMicros(int threads);
 constexpr double kBusyParallelRegionMicros = 20;
+
+// The timing probe: the fastest of a few empty parallel regions of every OpenMP thread, in
+// microseconds (a few microseconds at most), or 0 with a single thread.
+double ProbeParallelRegionMicros();
 
 }  // namespace sparsetune

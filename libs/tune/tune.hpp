@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,21 @@
 #include "ir/expression.hpp"
 
 namespace sparsetune {
+
+// What tune does when its measurements stay disturbed (another process held the cores) after
+// measuring again: fail and store nothing (the default), or store the winner anyway with the
+// report saying it was disturbed. $SPARSETUNE_ON_BUSY ("fail" or "store") sets the default;
+// anything else there is an InputError.
+enum class BusyPolicy { kFail, kStore };
+BusyPolicy BusyPolicyFromEnvironment();
+BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what);
+
+// Thrown by Tune when the measurements stayed disturbed under BusyPolicy::kFail; nothing was
+// stored. The command ends with exit code 3 (its environment failed it).
+class MachineBusyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct TuneRequest {
   std::string path;    // the sparse matrix or tensor file
@@ -39,6 +55,7 @@ struct TuneRequest {
   bool force = false;  // measure again even when a winner is stored
   uint64_t seed = 1;
   std::string emit_dir;  // non-empty: write the winner's standalone kernel there
+  BusyPolicy on_busy = BusyPolicyFromEnvironment();
 };
 
 struct TuneCandidateResult {
@@ -63,6 +80,11 @@ struct TuneReport {
   double fixed_csr_pack_ms = 0;   // packing CSR
   int64_t break_even_calls = -1;  // -1: the winner saves nothing per call
   double noise = 0;               // relative spread of two timings of identical FixedCSR code
+  // The measurements were still disturbed after measuring again (stored only under
+  // BusyPolicy::kStore), why, and how many times the candidates were measured.
+  bool disturbed = false;
+  std::string disturbance;
+  int measure_attempts = 1;
   double tune_ms = 0;
   std::vector<TuneCandidateResult> candidates;
   std::map<std::string, double> stage_ms;
