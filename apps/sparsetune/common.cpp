@@ -12,6 +12,7 @@
 #include "base/errors.hpp"
 #include "base/paths.hpp"
 #include "base/threads.hpp"
+#include "db/database.hpp"
 #include "ir/kernels.hpp"
 #include "superschedule/random_schedule.hpp"
 #include "superschedule/waco_template.hpp"
@@ -161,7 +162,9 @@ void AddDatabaseOption(CLI::App* sub, std::string& path) {
 }
 
 std::string DatabasePathOrDefault(const std::string& path) {
-  return path.empty() ? DefaultDatabasePath() : path;
+  const std::string chosen = path.empty() ? DefaultDatabasePath() : path;
+  Database::CheckPath(chosen);
+  return chosen;
 }
 
 }  // namespace sparsetune::cli

@@ -163,7 +163,7 @@ int Database::SchemaVersion() {
   return int(connection_->QueryInt("PRAGMA user_version"));
 }
 
-std::unique_ptr<Database> Database::Open(const std::string& path, OpenMode mode) {
+void Database::CheckPath(const std::string& path) {
   if (path.empty()) throw InputError("database path is empty");
   // SQLite reads these as an in-memory database or a URI: nothing would be kept where the
   // name suggests. A file of such a name is still reachable as ./NAME.
@@ -172,6 +172,10 @@ std::unique_ptr<Database> Database::Open(const std::string& path, OpenMode mode)
                      "the database must be a file path; SQLite's special names (:memory:, "
                      "file: URIs) are not taken (for a file of this name, write ./" +
                          path + ")");
+}
+
+std::unique_ptr<Database> Database::Open(const std::string& path, OpenMode mode) {
+  CheckPath(path);
   struct stat info;
   bool exists = ::stat(path.c_str(), &info) == 0;
   if (exists && S_ISDIR(info.st_mode))

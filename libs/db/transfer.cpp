@@ -413,19 +413,23 @@ class GzLineReader {
 
   bool Next(std::string& line) {
     line.clear();
+    // Bytes from start_ to scanned_ hold no newline: a long line is searched once.
+    size_t scanned = start_;
     while (true) {
-      size_t newline = buffer_.find('\n', start_);
+      size_t newline = buffer_.find('\n', scanned);
       if (newline != std::string::npos) {
         line.assign(buffer_, start_, newline - start_);
         start_ = newline + 1;
         return true;
       }
+      scanned = buffer_.size();
       if (eof_) {
         if (start_ >= buffer_.size()) return false;
         line.assign(buffer_, start_, std::string::npos);
         start_ = buffer_.size();
         return true;
       }
+      scanned -= start_;
       buffer_.erase(0, start_);
       start_ = 0;
       char chunk[1 << 16];
@@ -445,16 +449,16 @@ class GzLineReader {
       }
       buffer_.append(chunk, size_t(got));
       inflated_ += size_t(got);
-      if (buffer_.size() - start_ > kMaxLineBytes)
-        throw InputError(path_, 0,
-                         "a line longer than " + std::to_string(kMaxLineBytes >> 20) +
-                             " MiB: not a measurements file");
       // A file that inflates far more than JSON lines do is a decompression bomb.
       const z_off_t consumed = gzoffset(file_);
       if (inflated_ > (size_t(64) << 20) && consumed > 0 && inflated_ / size_t(consumed) > 200)
         throw InputError(path_, 0,
                          "compressed data inflates to over 200 times its size: refused as a "
                          "decompression bomb");
+      if (buffer_.size() - start_ > kMaxLineBytes)
+        throw InputError(path_, 0,
+                         "a line longer than " + std::to_string(kMaxLineBytes >> 20) +
+                             " MiB: not a measurements file");
     }
   }
 
@@ -579,6 +583,16 @@ std::vector<DatabaseStats> Database::MergeDatabases(const std::vector<std::strin
 
 int64_t Database::ExportWinners(std::ostream& out) {
   int64_t lines = 0;
+  // A stored schedule is checked before it is written out, as every read of one is.
+  auto StoredSchedule = [&](const std::string& text) {
+    try {
+      ParseScheduleText(text, "schedule");
+    } catch (const InputError& e) {
+      throw InputError(path_, 0,
+                       std::string("a stored winner's schedule is not valid (") + e.what() + ")");
+    }
+    return Json::parse(text);
+  };
   ReadTransaction(*connection_, [&] {
     Statement rows = connection_->Prepare(
         "SELECT x.fingerprint, x.name, w.kernel, s.expression, w.dense, w.dtype, w.machine_id, "
@@ -596,7 +610,7 @@ int64_t Database::ExportWinners(std::ostream& out) {
           {"dense", ParseStored(rows.Text(4))},
           {"dtype", rows.Text(5)},
           {"machine", {{"id", rows.Int(6)}, {"key", rows.Text(7)}, {"cpu_model", rows.Text(8)}}},
-          {"schedule", ParseStored(rows.Text(9))},
+          {"schedule", StoredSchedule(rows.Text(9))},
           {"time_ms", rows.Double(10)},
           {"fixed_csr_ms", fixed_csr ? Json(*fixed_csr) : Json(nullptr)},
           {"updated_at", rows.Text(12)}};

@@ -22,6 +22,7 @@
 #include <new>
 
 #include "base/errors.hpp"
+#include "base/memory.hpp"
 #include "io/read_internal.hpp"
 #include "io/read_scan.hpp"
 
@@ -73,26 +74,6 @@ std::string Mebibytes(size_t bytes) {
        "compressed data inflates to over " + std::to_string(int(kMaxInflateRatio)) +
            " times its size (" + Mebibytes(out) + " from " + std::to_string(in) +
            " bytes): refused as a decompression bomb");
-}
-
-int64_t AvailableMemory() {
-  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  int64_t available = pages > 0 && page > 0 ? int64_t(pages) * page : int64_t(1) << 32;
-  // MemAvailable counts reclaimable cache too; sysconf does not.
-  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char key[64];
-    long long kib = 0;
-    char unit[16];
-    while (std::fscanf(f, "%63s %lld %15s", key, &kib, unit) == 3) {
-      if (std::strcmp(key, "MemAvailable:") == 0) {
-        available = int64_t(kib) * 1024;
-        break;
-      }
-    }
-    std::fclose(f);
-  }
-  return available;
 }
 
 Bytes ReadAll(const std::string& path) {
@@ -462,7 +443,8 @@ size_t InputByteLimit() {
         return size_t(0);
       return static_cast<size_t>(mb) << 20;
     }
-    return static_cast<size_t>(std::max<int64_t>(AvailableMemory() / 2, int64_t(64) << 20));
+    return static_cast<size_t>(
+        std::max<int64_t>(MemoryAvailableToProcess() / 2, int64_t(64) << 20));
   }();
   if (limit == 0)
     throw InputError(

@@ -61,10 +61,10 @@ void CheckRunFitsInMemory(const Expression& e, const CooTensor& sparse, const In
   const double need = operands + reference + csr;
   const double available = double(AvailableMemoryBytes());
   if (need > available) {
-    throw InputError("a run on this operand needs at least " + Gigabytes(need) +
-                     " (dense operands and output " + Gigabytes(operands) +
-                     ", the reference's output " + Gigabytes(reference) + ", a CSR copy " +
-                     Gigabytes(csr) + "); this machine has " + Gigabytes(available) + " available");
+    throw InputError(
+        "a run on this operand needs at least " + Gigabytes(need) + " (dense operands and output " +
+        Gigabytes(operands) + ", the reference's output " + Gigabytes(reference) + ", a CSR copy " +
+        Gigabytes(csr) + "); only " + Gigabytes(available) + " are available to this process");
   }
 }
 
