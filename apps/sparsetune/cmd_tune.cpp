@@ -59,7 +59,7 @@ void PrintReport(const TuneReport& r) {
                 r.candidates.size(), ok, 100 * r.noise);
   }
   if (r.disturbed) {
-    std::printf("  machine     busy: %s; stored anyway (--on-busy store)\n", r.disturbance.c_str());
+    std::printf("  machine     busy: %s; stored anyway (--on-busy)\n", r.disturbance.c_str());
   } else if (!r.from_db) {
     std::printf("  machine     quiet%s\n", r.measure_attempts > 1 ? " after measuring again" : "");
   }
@@ -223,10 +223,11 @@ void RegisterTune(CLI::App& app, Context& context) {
                   "Write the winner's standalone kernel (header, source, "
                   "schedule JSON) into this folder");
   sub->add_option("--on-busy", o->on_busy,
-                  "When the measurements stay disturbed by other processes after measuring "
-                  "again: \"fail\" stores nothing and exits with code 3, \"store\" keeps the "
-                  "winner and says so (default: $SPARSETUNE_ON_BUSY, else fail)")
-      ->check(CLI::IsMember({"fail", "store"}));
+                  "Other processes holding the cores make times meaningless: \"fail\" measures "
+                  "again and, still disturbed, stores nothing (exit code 3); \"store\" measures "
+                  "again and stores anyway; \"ignore\" measures once and stores (both say so). "
+                  "Default: $SPARSETUNE_ON_BUSY, else fail")
+      ->check(CLI::IsMember({"fail", "store", "ignore"}));
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->callback([o, &context] { RunTune(*o); });
 }

@@ -21,10 +21,11 @@ struct TimingOptions {
   // leaves, its median from the runs it made (its first run when it leaves in warm-up).
   double drop_slower_than = 0;
   // A busy machine (another process holding the cores) makes times meaningless. A timing is
-  // disturbed when an empty parallel region of every OpenMP thread, timed between rounds (the
-  // probe), takes over kBusyParallelRegionMicros in more than a quarter of the rounds, or when
-  // a contender's median run is over disturbed_spread times its fastest and slower by more
-  // than disturbed_excess_ms. A disturbed timing is made again from the start (warm-up
+  // disturbed when a contender's median run is over disturbed_spread times its fastest and
+  // slower by more than disturbed_excess_ms, or when the timing threads, probed between rounds,
+  // waited for a CPU over kBusyWaitShare of their time (where the kernel does not report that:
+  // when an empty parallel region of every thread took over kBusyParallelRegionMicros in more
+  // than a quarter of the rounds). A disturbed timing is made again from the start (warm-up
   // included) up to disturbance_retries more times; the result says whether the last one was
   // still disturbed.
   int disturbance_retries = 2;
@@ -39,12 +40,14 @@ struct TimingResult {
   int reps = 0;
   bool timed_out = false;  // a run exceeded max_ms_per_run
   // The timing's disturbance check (TimingOptions), shared by every contender timed together:
-  // whether the last attempt was still disturbed and why, how many attempts were made, and the
-  // probe's median over the last attempt's rounds (microseconds; 0 with one thread).
+  // whether the last attempt was still disturbed and why, how many attempts were made, the
+  // probe's parallel region (median microseconds over the last attempt's rounds) and the share
+  // of the timing threads' time spent waiting for a CPU (-1: not reported by the kernel).
   bool disturbed = false;
   std::string disturbance;
   int attempts = 1;
   double probe_us = 0;
+  double waited_share = -1;
 };
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
@@ -68,9 +71,8 @@ void PinOpenMpThreads();
 // thread (milliseconds), and the times of small kernels measure that wait, not the schedule.
 double ParallelRegionMicros(int threads);
 constexpr double kBusyParallelRegionMicros = 20;
-
-// The timing probe: the fastest of a few empty parallel regions of every OpenMP thread, in
-// microseconds (a few microseconds at most), or 0 with a single thread.
-double ProbeParallelRegionMicros();
+// The timing threads waiting for a CPU over this share of their time: other processes hold
+// the cores (on a quiet machine it is well under 1%).
+constexpr double kBusyWaitShare = 0.1;
 
 }  // namespace sparsetune

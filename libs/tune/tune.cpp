@@ -80,7 +80,9 @@ int64_t BreakEven(double cost_ms, double winner_ms, double fixed_ms) {
 BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what) {
   if (text == "fail") return BusyPolicy::kFail;
   if (text == "store") return BusyPolicy::kStore;
-  throw InputError(what + ": expected \"fail\" or \"store\", not \"" + text.substr(0, 40) + "\"");
+  if (text == "ignore") return BusyPolicy::kIgnore;
+  throw InputError(what + ": expected \"fail\", \"store\" or \"ignore\", not \"" +
+                   text.substr(0, 40) + "\"");
 }
 
 BusyPolicy BusyPolicyFromEnvironment() {
@@ -322,6 +324,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     contest.run.timing.max_ms_per_run = std::max(request.max_ms, 20 * fixed.result().verify_run_ms);
   }
   contest.seed = request.seed;
+  if (request.on_busy == BusyPolicy::kIgnore) contest.run.timing.disturbance_retries = 0;
   ContestObserver observer;
   observer.after_step = progress.step;
   std::vector<RunResult> results = MeasureTogether(runner, schedules, jit, contest, observer);
@@ -329,7 +332,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   // while it looked disturbed (TimingOptions::disturbance_retries); if the times still were,
   // or the two timings of identical FixedCSR code disagree, everything is measured once more.
   std::string disturbance = DisturbanceOf(results);
-  if (!disturbance.empty()) {
+  if (!disturbance.empty() && request.on_busy != BusyPolicy::kIgnore) {
     stage("measuring again (" + disturbance + ")");
     results = MeasureTogether(runner, schedules, jit, contest, observer);
     report.measure_attempts = 2;

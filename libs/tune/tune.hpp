@@ -18,11 +18,13 @@
 
 namespace sparsetune {
 
-// What tune does when its measurements stay disturbed (another process held the cores) after
-// measuring again: fail and store nothing (the default), or store the winner anyway with the
-// report saying it was disturbed. $SPARSETUNE_ON_BUSY ("fail" or "store") sets the default;
-// anything else there is an InputError.
-enum class BusyPolicy { kFail, kStore };
+// What tune does about a busy machine (other processes holding the cores): measure again and,
+// when the measurements stay disturbed, fail and store nothing (kFail, the default) or store
+// the winner with the report saying it was disturbed (kStore); or measure once and store
+// whatever the machine did, saying so (kIgnore: for test suites and machines shared on
+// purpose). $SPARSETUNE_ON_BUSY ("fail", "store" or "ignore") sets the default; anything else
+// there is an InputError.
+enum class BusyPolicy { kFail, kStore, kIgnore };
 BusyPolicy BusyPolicyFromEnvironment();
 BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what);
 
