@@ -99,9 +99,11 @@ void PrintReport(const BatchReport& report) {
 
 void RunBatchCommand(const BatchOptions& o, Context& context) {
   ResolvedKernel k = ResolveKernel(o.kernel);
-  if (*o.samples_given && o.samples < 0) throw InputError("--samples must be at least 0");
+  if (*o.samples_given && (o.samples < 0 || o.samples > kMaxSamples))
+    throw InputError("--samples must be from 0 to " + std::to_string(kMaxSamples));
   if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
-  if (o.top_k < 1) throw InputError("--top-k must be at least 1");
+  if (o.top_k < 1 || o.top_k > kMaxTopK)
+    throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK));
   BatchRequest request;
   request.paths = o.paths;
   request.catalog_path = o.catalog;
@@ -219,7 +221,7 @@ void RegisterBatch(CLI::App& app, Context& context) {
   sub->add_flag("--no-model", o->no_model, "Do not use a cost model (sampled candidates instead)");
   sub->add_option("--max-ms", o->max_ms,
                   "A candidate whose run takes longer (and longer than 20 x FixedCSR) is dropped")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveMilliseconds())
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   AddOrderingsOption(sub, o->orderings);

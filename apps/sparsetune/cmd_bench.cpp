@@ -315,6 +315,11 @@ void RunBench(const BenchOptions& o) {
   out["flop_probe"] = {{"gflops", flop_probe.gflops}, {"isa", flop_probe.isa},
                        {"lanes", flop_probe.lanes},   {"dtype", DTypeName(k.dtype)},
                        {"threads", threads},          {"flags", jit_flags}};
+  // The timing's disturbance check (timed again while disturbed; see TimingOptions).
+  const TimingResult timing_check = times.empty() ? TimingResult() : times.front();
+  out["disturbed"] = timing_check.disturbed;
+  out["disturbance"] = timing_check.disturbance;
+  out["timing_attempts"] = timing_check.attempts;
   out["effective_bytes"] = bytes;
   out["flops"] = flops;
   out["results"] = nlohmann::json::array();
@@ -411,6 +416,9 @@ void RunBench(const BenchOptions& o) {
     std::printf("\n");
     if (!c->method.empty()) std::printf("      %s\n", c->method.c_str());
   }
+  std::printf("  machine    %s%s (timed %d times)\n",
+              timing_check.disturbed ? "busy, these times are not to be trusted: " : "quiet",
+              timing_check.disturbance.c_str(), timing_check.attempts);
 }
 
 }  // namespace
@@ -425,7 +433,8 @@ void RegisterBench(CLI::App& app, Context& context) {
       "timed together, with bandwidth and FLOP-rate probes");
   sub->add_option("FILE", o->file, "Sparse matrix file")->required();
   AddKernelOptions(sub, o->kernel);
-  sub->add_option("--threads,-t", o->threads, "Threads for every contender (default: all)");
+  sub->add_option("--threads,-t", o->threads, "Threads for every contender (default: all)")
+      ->check(ThreadCount());
   sub->add_option("--schedule,-s", o->schedules, "Also a schedule JSON file (repeatable)");
   sub->add_option("--samples", o->samples, "Also this many sampled SuperSchedules");
   sub->add_flag("--no-libraries{false}", o->libraries,

@@ -193,24 +193,24 @@ void RegisterCollect(CLI::App& app, Context& context) {
   AddDatabaseOption(sub, o->db);
   sub->add_option("--max-ms", o->max_ms,
                   "A run slower than this is recorded as a timeout instead of timed")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveMilliseconds())
       ->capture_default_str();
   sub->add_option("--hard-limit", o->hard_limit_s,
                   "Seconds after which a schedule still running is abandoned: it is recorded as "
                   "timed out and the command restarts itself to go on (default 5 x max-ms + 20)")
-      ->check(CLI::PositiveNumber);
+      ->check(FiniteNumber(false, 1e7));
   sub->add_option("--seed", o->seed, "Sampling seed (with the matrix, it fixes the schedules)")
       ->capture_default_str();
   sub->add_flag("--uniform", o->uniform,
                 "Sample the full template uniformly, without the artifact's sub-spaces");
   sub->add_option("--progress-seconds", o->progress_seconds,
                   "Without a terminal: seconds between progress lines")
-      ->check(CLI::PositiveNumber)
+      ->check(FiniteNumber(false, 1e7))
       ->capture_default_str();
   sub->add_option("--wait-idle", o->wait_idle_s,
                   "Before each matrix, wait up to this many seconds for the cores to be idle "
                   "(other processes distort the times of small parallel kernels)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(FiniteNumber(true, 1e7))
       ->capture_default_str();
   sub->add_option("--compile-jobs", o->compile_jobs, "Kernels compiled at once")
       ->check(CLI::Range(1, 64))

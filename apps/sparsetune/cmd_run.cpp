@@ -41,6 +41,11 @@ void RunRun(const RunCommandOptions& o, Context& context) {
   CooTensor tensor = ReadTensorFile(o.file, &warnings);
   for (const auto& w : warnings) std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
   IndexSizes sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
+  try {
+    CheckRunFitsInMemory(k.expression, tensor, sizes, k.dtype);
+  } catch (const InputError& error) {
+    throw InputError(o.file, 0, error.cause());
+  }
   auto sample = [&] {
     schedule = SampleSchedule(k.name, k.expression, sizes, rng);
     if (o.threads >= 0) schedule.threads = o.threads;
@@ -85,6 +90,10 @@ void RunRun(const RunCommandOptions& o, Context& context) {
   out["max_relative_error"] = r.max_relative_error;
   out["time_ms"] = {{"median", r.time.median_ms}, {"min", r.time.min_ms}, {"max", r.time.max_ms}};
   out["reps"] = r.time.reps;
+  out["disturbed"] = r.time.disturbed;
+  if (r.time.disturbed) out["disturbance"] = r.time.disturbance;
+  out["timing_attempts"] = r.time.attempts;
+  out["probe_us"] = r.time.probe_us;
   out["pack_ms"] = r.pack_ms;
   out["compile_ms"] = r.compile_ms;
   out["compile_cached"] = r.compile_cached;
@@ -101,6 +110,9 @@ void RunRun(const RunCommandOptions& o, Context& context) {
               r.max_relative_error);
   std::printf("  time       median %.4f ms  min %.4f  max %.4f  (%d reps)\n", r.time.median_ms,
               r.time.min_ms, r.time.max_ms, r.time.reps);
+  if (r.time.disturbed)
+    std::printf("  machine    busy, the time is not to be trusted: %s (timed %d times)\n",
+                r.time.disturbance.c_str(), r.time.attempts);
   std::printf("  pack       %.2f ms   compile %.0f ms%s\n", r.pack_ms, r.compile_ms,
               r.compile_cached ? " (cached)" : "");
   std::printf("  source     %s\n", r.source_path.c_str());
@@ -117,7 +129,8 @@ void RegisterRun(CLI::App& app, Context& context) {
   sub->add_option("--schedule,-s", o->schedule,
                   "Schedule JSON file, 'default' (FixedCSR) or 'random:SEED' (a sampled valid "
                   "schedule; a WACO SuperSchedule for spmv, spmm, sddmm, mttkrp)");
-  sub->add_option("--threads,-t", o->threads, "Override the schedule's thread count (0: all)");
+  sub->add_option("--threads,-t", o->threads, "Override the schedule's thread count (0: all)")
+      ->check(ThreadCount());
   sub->add_flag("--verify,!--no-verify", o->verify,
                 "Check the result against the reference (default on)");
   sub->add_flag("--baked", o->baked, "Compile split sizes, chunk and threads in as constants");

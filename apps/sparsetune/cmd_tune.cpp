@@ -37,11 +37,12 @@ struct TuneOptions {
   bool force = false;
   uint64_t seed = 1;
   std::string emit;
+  std::string on_busy;
   bool json = false;
 };
 
 void PrintReport(const TuneReport& r) {
-  const Schedule winner = Schedule::FromJson(nlohmann::json::parse(r.winner_json), "winner");
+  const Schedule winner = ParseScheduleText(r.winner_json, "winner");
   std::printf("%s  %s  fingerprint %s%s\n", r.kernel.c_str(), r.expression.c_str(),
               r.fingerprint.c_str(), r.from_db ? "  (from the database)" : "");
   std::printf("  winner      %s  [%s]\n", winner.Summary().c_str(), r.winner_source.c_str());
@@ -64,17 +65,24 @@ void PrintReport(const TuneReport& r) {
     std::printf("  candidates  %zu measured side by side, %d verified (noise %.1f%%)\n",
                 r.candidates.size(), ok, 100 * r.noise);
   }
+  if (r.disturbed) {
+    std::printf("  machine     busy: %s; stored anyway (--on-busy)\n", r.disturbance.c_str());
+  } else if (!r.from_db) {
+    std::printf("  machine     quiet%s\n", r.measure_attempts > 1 ? " after measuring again" : "");
+  }
   std::printf("  tune        %.2f s\n", r.tune_ms / 1000);
   for (const auto& path : r.emitted_files) std::printf("  emitted     %s\n", path.c_str());
 }
 
 void RunTune(const TuneOptions& o) {
   ResolvedKernel k = ResolveKernel(o.kernel);
-  if (o.samples_given && *o.samples_given && o.samples < 0)
-    throw InputError("--samples must be at least 0");
+  if (o.samples_given && *o.samples_given && (o.samples < 0 || o.samples > kMaxSamples))
+    throw InputError("--samples must be from 0 to " + std::to_string(kMaxSamples));
   if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
-  if (o.search_ef < 1) throw InputError("--search-ef must be at least 1");
-  if (o.top_k < 1) throw InputError("--top-k must be at least 1");
+  if (o.search_ef < 1 || o.search_ef > kMaxSearchEf)
+    throw InputError("--search-ef must be from 1 to " + std::to_string(kMaxSearchEf));
+  if (o.top_k < 1 || o.top_k > kMaxTopK)
+    throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK));
   TuneRequest request;
   request.path = o.file;
   request.kernel = k.name == "expr" ? "" : k.name;
@@ -94,6 +102,7 @@ void RunTune(const TuneOptions& o) {
   request.seed = o.seed;
   request.emit_dir = o.emit;
   request.orderings = o.orderings;
+  if (!o.on_busy.empty()) request.on_busy = ParseBusyPolicy(o.on_busy, "--on-busy");
   ProgressBar bar("tune", 1, 2);
   std::string stage;
   int64_t measured = 0;  // a later stage keeps the count of measured candidates
@@ -130,6 +139,7 @@ void RunQuery(const QueryOptions& o, Context& context) {
   ResolvedKernel k = ResolveKernel(o.kernel);
   if (o.file.empty() == o.fingerprint.empty())
     throw InputError("give a matrix FILE or --fingerprint H");
+  if (!o.emit.empty()) PrepareEmitDirectory(o.emit);
   QueryRequest request;
   request.path = o.file;
   request.fingerprint = o.fingerprint;
@@ -147,7 +157,7 @@ void RunQuery(const QueryOptions& o, Context& context) {
     if (o.json) std::cout << answer.ToJson().dump(2) << "\n";
     return;
   }
-  const Schedule winner = Schedule::FromJson(nlohmann::json::parse(answer.winner_json), "winner");
+  const Schedule winner = ParseScheduleText(answer.winner_json, "winner");
   nlohmann::json out = answer.ToJson();
   if (!o.emit.empty()) {
     // The coordinate widths come from the operand: without the file, 32-bit ones.
@@ -213,7 +223,7 @@ void RegisterTune(CLI::App& app, Context& context) {
       ->capture_default_str();
   sub->add_option("--max-ms", o->max_ms,
                   "A candidate whose run takes longer (and longer than 20 x FixedCSR) is dropped")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveMilliseconds())
       ->capture_default_str();
   AddOrderingsOption(sub, o->orderings);
   sub->add_flag("--force", o->force, "Measure again even when a winner is stored");
@@ -221,6 +231,12 @@ void RegisterTune(CLI::App& app, Context& context) {
   sub->add_option("--emit", o->emit,
                   "Write the winner's standalone kernel (header, source, "
                   "schedule JSON) into this folder");
+  sub->add_option("--on-busy", o->on_busy,
+                  "Other processes holding the cores make times meaningless: \"fail\" measures "
+                  "again and, still disturbed, stores nothing (exit code 3); \"store\" measures "
+                  "again and stores anyway; \"ignore\" measures once and stores (both say so). "
+                  "Default: $SPARSETUNE_ON_BUSY, else fail")
+      ->check(CLI::IsMember({"fail", "store", "ignore"}));
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->callback([o, &context] { RunTune(*o); });
 }

@@ -1,13 +1,20 @@
 #include "common.hpp"
 
-#include "tune/tune.hpp"
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "base/errors.hpp"
 #include "base/paths.hpp"
 #include "base/threads.hpp"
+#include "db/database.hpp"
 #include "ir/kernels.hpp"
 #include "superschedule/random_schedule.hpp"
 #include "superschedule/waco_template.hpp"
@@ -55,27 +62,36 @@ ResolvedKernel ResolveKernel(const KernelOptions& o) {
   return r;
 }
 
-nlohmann::json ReadJsonFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "cannot open the file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    int64_t line = 1;
-    for (size_t k = 0; k < e.byte && k < text.size(); ++k) line += text[k] == '\n';
-    std::string cause = e.what();
-    const size_t colon = cause.find("syntax error");
-    if (colon != std::string::npos) cause = cause.substr(colon);
-    throw InputError(path, line, "invalid JSON: " + cause);
+std::string ReadSmallFile(const std::string& path, size_t max_bytes) {
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw InputError(path, 0, std::string("cannot open the file: ") + strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw InputError(path, 0, "cannot stat the file");
+  if (S_ISDIR(st.st_mode)) throw InputError(path, 0, "is a directory, not a file");
+  // Streams (pipes, devices) are read up to the limit too; one byte more tells it was passed.
+  std::string text;
+  char buffer[1 << 16];
+  while (text.size() <= max_bytes) {
+    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw InputError(path, 0, std::string("cannot read: ") + strerror(errno));
+    if (got == 0) return text;
+    text.append(buffer, static_cast<size_t>(got));
   }
+  throw InputError(path, 0,
+                   "longer than " + std::to_string(max_bytes) + " bytes, the limit for this file");
 }
 
 Schedule LoadSchedule(const std::string& spec, const Expression& expression) {
   if (spec.empty() || spec == "default") return FixedCsrSchedule(expression);
-  return Schedule::FromJson(ReadJsonFile(spec), spec);
+  return ParseScheduleText(ReadSmallFile(spec, ScheduleLimits::kMaxJsonBytes), spec);
 }
 
 bool IsRandomScheduleSpec(const std::string& spec) {
@@ -134,6 +150,47 @@ void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings) {
       ->default_str("auto");
 }
 
+CLI::Validator ThreadCount() {
+  const int most = kThreadsPerCpu * HardwareThreads();
+  return CLI::Validator(
+      [most](std::string& text) -> std::string {
+        int64_t n = 0;
+        if (!CLI::detail::lexical_cast(text, n) || n < 0 || n > most)
+          return "threads must be a whole number from 0 (all) to " + std::to_string(most) + " (" +
+                 std::to_string(kThreadsPerCpu) + " x the " +
+                 std::to_string(most / kThreadsPerCpu) + " CPUs here), not " + text;
+        return "";
+      },
+      "0.." + std::to_string(most));
+}
+
+CLI::Validator FiniteNumber(bool allow_zero, double most) {
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%g", most);
+  const std::string range = std::string(allow_zero ? "from 0" : "above 0") + " to " + bound;
+  return CLI::Validator(
+      [allow_zero, most, range](std::string& text) -> std::string {
+        double x = 0;
+        if (!CLI::detail::lexical_cast(text, x) || !std::isfinite(x) || x < 0 ||
+            (x == 0 && !allow_zero) || x > most)
+          return "expected a finite number " + range + ", not " + text;
+        return "";
+      },
+      "NUMBER " + range);
+}
+
+CLI::Validator CountIn(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        int64_t n = 0;
+        if (!CLI::detail::lexical_cast(text, n) || n < lo || n > hi)
+          return "expected a whole number from " + std::to_string(lo) + " to " +
+                 std::to_string(hi) + ", not " + text;
+        return "";
+      },
+      std::to_string(lo) + ".." + std::to_string(hi));
+}
+
 void AddDatabaseOption(CLI::App* sub, std::string& path) {
   sub->add_option("--db", path,
                   "Schedule database (default: $SPARSETUNE_DB, else sparsetune.db under the XDG "
@@ -141,7 +198,9 @@ void AddDatabaseOption(CLI::App* sub, std::string& path) {
 }
 
 std::string DatabasePathOrDefault(const std::string& path) {
-  return path.empty() ? DefaultDatabasePath() : path;
+  const std::string chosen = path.empty() ? DefaultDatabasePath() : path;
+  Database::CheckPath(chosen);
+  return chosen;
 }
 
 }  // namespace sparsetune::cli

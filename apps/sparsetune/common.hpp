@@ -36,8 +36,9 @@ struct ResolvedKernel {
 
 ResolvedKernel ResolveKernel(const KernelOptions& options);
 
-// Reads a JSON file; syntax errors name the file, line and cause.
-nlohmann::json ReadJsonFile(const std::string& path);
+// A small file's contents, whole; a longer file or stream (/dev/zero) is refused once
+// max_bytes have been read, as is a directory.
+std::string ReadSmallFile(const std::string& path, size_t max_bytes);
 
 // "default" (FixedCSR) or a JSON file.
 Schedule LoadSchedule(const std::string& spec, const Expression& expression);
@@ -54,6 +55,23 @@ Schedule SampleSchedule(const std::string& kernel, const Expression& expression,
 // --orderings auto|none|all|KIND[,KIND...]: the row and column orderings tune tries on its best
 // schedules, into `orderings` (auto: TuneRequest's defaults).
 void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings);
+
+// Option checks (CLI11 validators; a failed check ends the command with exit code 2).
+// A thread count: 0 (all) up to kThreadsPerCpu times the CPUs this process may use.
+constexpr int kThreadsPerCpu = 4;
+CLI::Validator ThreadCount();
+// A finite number above 0 (or from 0 with allow_zero) up to `most`: nan, inf and negatives
+// are refused.
+CLI::Validator FiniteNumber(bool allow_zero, double most = 1e9);
+inline CLI::Validator PositiveMilliseconds() {
+  return FiniteNumber(false);
+}
+// Bounds of tune's and batch's candidate counts.
+constexpr int kMaxSamples = 100000;
+constexpr int kMaxTopK = 10000;
+constexpr int kMaxSearchEf = 100000;
+// A whole number from lo to hi.
+CLI::Validator CountIn(int64_t lo, int64_t hi);
 
 // --db FILE (default: $SPARSETUNE_DB, else sparsetune.db under the XDG data home).
 void AddDatabaseOption(CLI::App* sub, std::string& path);

@@ -5,6 +5,7 @@
 
 #include "base/errors.hpp"
 #include "commands.hpp"
+#include "tune/tune.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"sparsetune: an offline autotuner for sparse tensor kernels on CPUs", "sparsetune"};
@@ -30,6 +31,9 @@ int main(int argc, char** argv) {
   } catch (const sparsetune::InputError& e) {
     std::fprintf(stderr, "sparsetune: error: %s\n", e.what());
     return 2;
+  } catch (const sparsetune::MachineBusyError& e) {
+    std::fprintf(stderr, "sparsetune: error: %s\n", e.what());
+    return 3;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "sparsetune: internal error: out of memory\n");
     return 3;

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,58 @@
 namespace sparsetune {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+std::string LayoutText(const EncodingLayout& layout) {
+  std::string out;
+  for (size_t k = 0; k < layout.names.size(); ++k)
+    out += (k ? " " : "") + layout.names[k] + ":" +
+           (k < layout.cardinalities.size() ? std::to_string(layout.cardinalities[k]) : "?");
+  return out + " order:" + std::to_string(layout.order_size);
+}
+
+bool PowerOfTwoUpTo(int64_t v, int64_t most) {
+  return v >= 1 && v <= most && (v & (v - 1)) == 0;
+}
+
+// What is wrong with one entry of a model's schedule set, or "": the template's indices and
+// variables, powers of two in range (the encoding takes their logarithms), what every schedule
+// may hold (ScheduleLimits), and ids inside the model's embedding tables.
+std::string SetEntryProblem(const WacoTemplate& waco, const SuperSchedule& s) {
+  const auto& indices = waco.indices();
+  if (s.splits.size() != indices.size()) return "the splits must name each index once";
+  for (const auto& index : indices) {
+    auto it = s.splits.find(index);
+    if (it == s.splits.end()) return "no split for " + index;
+    if (!PowerOfTwoUpTo(it->second, int64_t(1) << 30))
+      return "split of " + index + " is " + std::to_string(it->second) +
+             "; the template's are powers of two up to 2^30";
+  }
+  std::vector<std::string> order = s.order, variables = waco.variables();
+  std::sort(order.begin(), order.end());
+  std::sort(variables.begin(), variables.end());
+  if (order != variables) return "the order must list every variable of the template once";
+  if (std::find(variables.begin(), variables.end(), s.parallel) == variables.end())
+    return "the parallel variable is not one of the template's";
+  if (!PowerOfTwoUpTo(s.chunk, int64_t(1) << 30))
+    return "chunk " + std::to_string(s.chunk) + " is not a power of two up to 2^30";
+  if (!PowerOfTwoUpTo(s.unroll, 16))
+    return "unroll " + std::to_string(s.unroll) + " is not 1 to 16";
+  if (s.threads < 0 || s.threads > ScheduleLimits::kMaxThreads)
+    return "threads " + std::to_string(s.threads) + " is out of range";
+  if (std::string violation = waco.ToSchedule(s).LimitViolation(); !violation.empty())
+    return violation;
+  const EncodingLayout layout = waco.Layout();
+  const ScheduleEncoding encoding = waco.Encode(s);
+  for (size_t k = 0; k < encoding.categorical.size() && k < layout.cardinalities.size(); ++k) {
+    if (encoding.categorical[k] < 0 || encoding.categorical[k] >= layout.cardinalities[k])
+      return layout.names[k] + " is outside the model's encoding";
+  }
+  return "";
+}
+
+}  // namespace
 
 nlohmann::json ModelManifest::ToJson() const {
   return {{"format", "sparsetune-cost-model"},
@@ -66,12 +119,18 @@ ModelManifest ReadModelManifest(const std::string& dir, const std::string& kerne
   auto waco = WacoTemplate::ForKernel(kernel);
   if (!waco) throw InputError(path, 0, kernel + " has no SuperSchedule template to model");
   const EncodingLayout layout = waco->Layout();
-  if (m.template_version != WacoTemplate::Version() || m.layout.names != layout.names ||
-      m.layout.cardinalities != layout.cardinalities || m.layout.order_size != layout.order_size)
+  if (m.template_version != WacoTemplate::Version())
     throw InputError(path, 0,
                      "the model was trained on template version " +
                          std::to_string(m.template_version) + "; this sparsetune has version " +
                          std::to_string(WacoTemplate::Version()) + " (retrain it)");
+  if (m.layout.names != layout.names || m.layout.cardinalities != layout.cardinalities ||
+      m.layout.order_size != layout.order_size)
+    throw InputError(path, 0,
+                     "the model's schedule encoding (" + LayoutText(m.layout) +
+                         ") differs from this sparsetune's for template version " +
+                         std::to_string(WacoTemplate::Version()) + " (" + LayoutText(layout) +
+                         "; retrain it)");
   const size_t sides = static_cast<size_t>(SideInputCount(m.side_inputs));
   if (m.side_mean.size() != sides || m.side_std.size() != sides)
     throw InputError(path, 0, "malformed normalization statistics");
@@ -89,6 +148,8 @@ SuperSchedule SuperScheduleFromJson(const nlohmann::json& j, const std::string& 
     s.order = j.at("order").get<std::vector<std::string>>();
     for (const auto& f : j.at("formats")) {
       const std::string k = f.get<std::string>();
+      if (k != "U" && k != "C" && k != "S")
+        throw InputError(what + ": format \"" + k.substr(0, 16) + "\" is not U, C or S");
       s.formats.push_back(k == "U"   ? LevelKind::kDense
                           : k == "S" ? LevelKind::kSliced
                                      : LevelKind::kCompressed);
@@ -113,10 +174,15 @@ std::vector<SuperSchedule> ReadScheduleSet(const std::string& path, const WacoTe
   std::string text;
   char buffer[1 << 16];
   int n = 0;
-  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, n);
+  // A schedule set holds some thousands of short lines: inflating far past that is refused.
+  constexpr size_t kMaxSetBytes = size_t(256) << 20;
+  while ((n = gzread(in, buffer, sizeof buffer)) > 0 && text.size() <= kMaxSetBytes)
+    text.append(buffer, n);
   const bool broken = n < 0;
   gzclose(in);
   if (broken) throw InputError(path, 0, "corrupt or truncated schedule set");
+  if (text.size() > kMaxSetBytes)
+    throw InputError(path, 0, "the schedule set inflates to more than 256 MiB");
   std::vector<SuperSchedule> out;
   std::istringstream lines(text);
   std::string line;
@@ -134,6 +200,8 @@ std::vector<SuperSchedule> ReadScheduleSet(const std::string& path, const WacoTe
     SuperSchedule s = SuperScheduleFromJson(j, path + ":" + std::to_string(number));
     if (s.order.size() != order || s.formats.size() != waco.level_variables().size())
       throw InputError(path, number, "not a " + waco.kernel() + " SuperSchedule");
+    if (std::string problem = SetEntryProblem(waco, s); !problem.empty())
+      throw InputError(path, number, "not a valid " + waco.kernel() + " SuperSchedule: " + problem);
     out.push_back(std::move(s));
   }
   if (out.empty()) throw InputError(path, 0, "the schedule set is empty");

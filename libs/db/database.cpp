@@ -14,6 +14,7 @@
 #include "base/paths.hpp"
 #include "db/migrations.hpp"
 #include "db/sqlite.hpp"
+#include "ir/schedule.hpp"
 
 namespace sparsetune {
 
@@ -31,7 +32,19 @@ const char* kMeasurementColumns =
     "FROM measurements m JOIN matrices x ON x.id = m.matrix_id "
     "JOIN schedules s ON s.id = m.schedule_id ";
 
-MeasurementRow ReadMeasurementRow(const Statement& stmt) {
+// A stored schedule is checked as any schedule from outside is (ParseScheduleText) before it
+// leaves the database: a row written by hand or by an older version cannot reach codegen.
+void CheckStoredSchedule(const std::string& db_path, int64_t id, const std::string& text) {
+  try {
+    ParseScheduleText(text, "schedule " + std::to_string(id));
+  } catch (const InputError& e) {
+    throw InputError(
+        db_path, 0,
+        "stored schedule " + std::to_string(id) + " is not a valid schedule (" + e.what() + ")");
+  }
+}
+
+MeasurementRow ReadMeasurementRow(const Statement& stmt, const std::string& db_path) {
   MeasurementRow row;
   row.id = stmt.Int(0);
   row.fingerprint = stmt.Text(1);
@@ -42,6 +55,7 @@ MeasurementRow ReadMeasurementRow(const Statement& stmt) {
   row.schedule.expression = stmt.Text(6);
   row.schedule.hash = stmt.Text(7);
   row.schedule.canonical_json = stmt.Text(8);
+  CheckStoredSchedule(db_path, row.schedule.id, row.schedule.canonical_json);
   row.dense = DenseSizesFromText(stmt.Text(9));
   row.dtype = ParseDType(stmt.Text(10));
   row.median_ms = stmt.Double(11);
@@ -100,12 +114,12 @@ DenseSizes DenseSizesFromText(const std::string& text) {
 }
 
 std::string CanonicalScheduleJson(const std::string& json_text) {
-  try {
-    // nlohmann::json keeps object keys sorted, so dump() is canonical.
-    return nlohmann::json::parse(json_text).dump();
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(std::string("schedule is not valid JSON: ") + e.what());
-  }
+  // Checked as every schedule from outside is; nlohmann::json keeps object keys sorted, so
+  // dump() is canonical.
+  const nlohmann::json json = ParseBoundedJson(json_text, "schedule", ScheduleLimits::kMaxJsonDepth,
+                                               ScheduleLimits::kMaxJsonBytes);
+  Schedule::FromJson(json, "schedule");
+  return json.dump();
 }
 
 std::string ScheduleHash(const std::string& json_text) {
@@ -149,8 +163,19 @@ int Database::SchemaVersion() {
   return int(connection_->QueryInt("PRAGMA user_version"));
 }
 
-std::unique_ptr<Database> Database::Open(const std::string& path, OpenMode mode) {
+void Database::CheckPath(const std::string& path) {
   if (path.empty()) throw InputError("database path is empty");
+  // SQLite reads these as an in-memory database or a URI: nothing would be kept where the
+  // name suggests. A file of such a name is still reachable as ./NAME.
+  if (path == ":memory:" || path.rfind("file:", 0) == 0)
+    throw InputError(path, 0,
+                     "the database must be a file path; SQLite's special names (:memory:, "
+                     "file: URIs) are not taken (for a file of this name, write ./" +
+                         path + ")");
+}
+
+std::unique_ptr<Database> Database::Open(const std::string& path, OpenMode mode) {
+  CheckPath(path);
   struct stat info;
   bool exists = ::stat(path.c_str(), &info) == 0;
   if (exists && S_ISDIR(info.st_mode))
@@ -484,7 +509,7 @@ std::optional<MatrixRecord> Database::FindMatrix(const std::string& fingerprint)
 }
 
 namespace {
-std::optional<ScheduleRecord> ReadSchedule(Statement& find) {
+std::optional<ScheduleRecord> ReadSchedule(Statement& find, const std::string& db_path) {
   if (!find.Step()) return std::nullopt;
   ScheduleRecord schedule;
   schedule.id = find.Int(0);
@@ -492,6 +517,7 @@ std::optional<ScheduleRecord> ReadSchedule(Statement& find) {
   schedule.expression = find.Text(2);
   schedule.hash = find.Text(3);
   schedule.canonical_json = find.Text(4);
+  CheckStoredSchedule(db_path, schedule.id, schedule.canonical_json);
   return schedule;
 }
 }  // namespace
@@ -502,14 +528,14 @@ std::optional<ScheduleRecord> Database::FindSchedule(const std::string& kernel,
       "SELECT id, kernel, expression, hash, canonical_json FROM schedules "
       "WHERE kernel = ? AND hash = ?");
   find.Bind(1, kernel).Bind(2, hash);
-  return ReadSchedule(find);
+  return ReadSchedule(find, path_);
 }
 
 std::optional<ScheduleRecord> Database::GetSchedule(int64_t schedule_id) {
   Statement find = connection_->Prepare(
       "SELECT id, kernel, expression, hash, canonical_json FROM schedules WHERE id = ?");
   find.Bind(1, schedule_id);
-  return ReadSchedule(find);
+  return ReadSchedule(find, path_);
 }
 
 bool Database::HasMeasurement(const TuningKey& key, const std::string& schedule_hash) {
@@ -567,6 +593,7 @@ std::optional<WinnerRecord> Database::FindWinner(const TuningKey& key) {
   winner.schedule.expression = find.Text(2);
   winner.schedule.hash = find.Text(3);
   winner.schedule.canonical_json = find.Text(4);
+  CheckStoredSchedule(path_, winner.schedule.id, winner.schedule.canonical_json);
   winner.time_ms = find.Double(5);
   winner.fixed_csr_ms = find.OptionalDouble(6);
   winner.updated_at = find.Text(7);
@@ -586,7 +613,7 @@ std::vector<MeasurementRow> Database::TopK(const TuningKey& key, int k) {
       .Bind(4, DenseSizesToText(key.dense))
       .Bind(5, DTypeName(key.dtype))
       .Bind(6, int64_t(k));
-  while (find.Step()) rows.push_back(ReadMeasurementRow(find));
+  while (find.Step()) rows.push_back(ReadMeasurementRow(find, path_));
   return rows;
 }
 
@@ -602,7 +629,7 @@ std::vector<MeasurementRow> Database::Measurements(const MeasurementFilter& filt
   if (filter.fingerprint) find.Bind(2, *filter.fingerprint);
   if (filter.machine_id) find.Bind(3, *filter.machine_id);
   std::vector<MeasurementRow> rows;
-  while (find.Step()) rows.push_back(ReadMeasurementRow(find));
+  while (find.Step()) rows.push_back(ReadMeasurementRow(find, path_));
   return rows;
 }
 

@@ -147,6 +147,9 @@ class Database {
   // Throws InputError for a missing file (kReadOnly), a file that is not a sparsetune
   // database ("FILE: not a sparsetune database (...)") or one written by a newer sparsetune.
   static std::unique_ptr<Database> Open(const std::string& path, OpenMode mode);
+  // Throws InputError when `path` is empty or one of SQLite's special names (":memory:", a
+  // "file:" URI), which would keep nothing where the name says. Open checks it.
+  static void CheckPath(const std::string& path);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;

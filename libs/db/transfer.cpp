@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "db/database.hpp"
 #include "db/machine_rows.hpp"
 #include "db/sqlite.hpp"
+#include "ir/schedule.hpp"
 
 namespace sparsetune {
 
@@ -264,6 +266,16 @@ class RecordApplier {
   void ApplySchedule(const Json& line) {
     const std::string kernel = line.at("kernel").get<std::string>();
     const std::string canonical = line.at("json").get<std::string>();
+    if (kernel.empty() || kernel.size() > 4096) Fail("schedule without a kernel name");
+    // Checked as every schedule from outside is, before the transaction commits: a schedule
+    // that does not parse or holds values the generated code cannot (a chunk of 2^31) stops
+    // the import with nothing stored.
+    try {
+      ParseScheduleText(canonical, "schedule");
+    } catch (const InputError& e) {
+      Fail("schedule " + std::to_string(line.at("id").get<int64_t>()) + " is not valid (" +
+           e.what() + ")");
+    }
     const std::string hash = StableHashHex(canonical);
     {
       Statement insert = conn_.Prepare(
@@ -299,6 +311,20 @@ class RecordApplier {
     return dtype;
   }
 
+  // A time or count that no measurement gives (negative) is refused.
+  double NonNegative(const Json& line, const char* field) {
+    const double value = line.at(field).get<double>();
+    if (!(value >= 0) || !std::isfinite(value))
+      Fail(std::string(field) + " is " + line.at(field).dump() + "; it must be 0 or more");
+    return value;
+  }
+
+  int64_t Reps(const Json& line) {
+    const int64_t reps = line.at("reps").get<int64_t>();
+    if (reps < 0) Fail("reps is " + std::to_string(reps) + "; it must be 0 or more");
+    return reps;
+  }
+
   void ApplyMeasurement(const Json& line) {
     Statement insert = conn_.Prepare(
         "INSERT INTO measurements (matrix_id, schedule_id, machine_id, dense, dtype, median_ms, "
@@ -314,10 +340,10 @@ class RecordApplier {
         .Bind(3, Resolve(machines_, line, "machine"))
         .Bind(4, DenseText(line))
         .Bind(5, DTypeText(line))
-        .Bind(6, line.at("median_ms").get<double>())
-        .Bind(7, line.at("min_ms").get<double>())
-        .Bind(8, line.at("max_ms").get<double>())
-        .Bind(9, line.at("reps").get<int64_t>())
+        .Bind(6, NonNegative(line, "median_ms"))
+        .Bind(7, NonNegative(line, "min_ms"))
+        .Bind(8, NonNegative(line, "max_ms"))
+        .Bind(9, Reps(line))
         .Bind(10, line.value("pack_ms", 0.0))
         .Bind(11, line.value("compile_ms", 0.0))
         .Bind(12, int64_t(line.at("verified").get<bool>()))
@@ -358,7 +384,7 @@ class RecordApplier {
         .Bind(4, DenseText(line))
         .Bind(5, DTypeText(line))
         .Bind(6, Resolve(schedules_, line, "schedule"))
-        .Bind(7, line.at("time_ms").get<double>())
+        .Bind(7, NonNegative(line, "time_ms"))
         .Bind(8, fixed_csr.is_null() ? std::optional<double>() : fixed_csr.get<double>())
         .Bind(9, line.at("updated_at").get<std::string>())
         .Run();
@@ -387,19 +413,23 @@ class GzLineReader {
 
   bool Next(std::string& line) {
     line.clear();
+    // Bytes from start_ to scanned_ hold no newline: a long line is searched once.
+    size_t scanned = start_;
     while (true) {
-      size_t newline = buffer_.find('\n', start_);
+      size_t newline = buffer_.find('\n', scanned);
       if (newline != std::string::npos) {
         line.assign(buffer_, start_, newline - start_);
         start_ = newline + 1;
         return true;
       }
+      scanned = buffer_.size();
       if (eof_) {
         if (start_ >= buffer_.size()) return false;
         line.assign(buffer_, start_, std::string::npos);
         start_ = buffer_.size();
         return true;
       }
+      scanned -= start_;
       buffer_.erase(0, start_);
       start_ = 0;
       char chunk[1 << 16];
@@ -418,14 +448,28 @@ class GzLineReader {
         eof_ = true;
       }
       buffer_.append(chunk, size_t(got));
+      inflated_ += size_t(got);
+      // A file that inflates far more than JSON lines do is a decompression bomb.
+      const z_off_t consumed = gzoffset(file_);
+      if (inflated_ > (size_t(64) << 20) && consumed > 0 && inflated_ / size_t(consumed) > 200)
+        throw InputError(path_, 0,
+                         "compressed data inflates to over 200 times its size: refused as a "
+                         "decompression bomb");
+      if (buffer_.size() - start_ > kMaxLineBytes)
+        throw InputError(path_, 0,
+                         "a line longer than " + std::to_string(kMaxLineBytes >> 20) +
+                             " MiB: not a measurements file");
     }
   }
+
+  static constexpr size_t kMaxLineBytes = size_t(64) << 20;
 
  private:
   std::string path_;
   gzFile file_ = nullptr;
   std::string buffer_;
   size_t start_ = 0;
+  size_t inflated_ = 0;
   bool eof_ = false;
 };
 
@@ -539,6 +583,16 @@ std::vector<DatabaseStats> Database::MergeDatabases(const std::vector<std::strin
 
 int64_t Database::ExportWinners(std::ostream& out) {
   int64_t lines = 0;
+  // A stored schedule is checked before it is written out, as every read of one is.
+  auto StoredSchedule = [&](const std::string& text) {
+    try {
+      ParseScheduleText(text, "schedule");
+    } catch (const InputError& e) {
+      throw InputError(path_, 0,
+                       std::string("a stored winner's schedule is not valid (") + e.what() + ")");
+    }
+    return Json::parse(text);
+  };
   ReadTransaction(*connection_, [&] {
     Statement rows = connection_->Prepare(
         "SELECT x.fingerprint, x.name, w.kernel, s.expression, w.dense, w.dtype, w.machine_id, "
@@ -556,7 +610,7 @@ int64_t Database::ExportWinners(std::ostream& out) {
           {"dense", ParseStored(rows.Text(4))},
           {"dtype", rows.Text(5)},
           {"machine", {{"id", rows.Int(6)}, {"key", rows.Text(7)}, {"cpu_model", rows.Text(8)}}},
-          {"schedule", ParseStored(rows.Text(9))},
+          {"schedule", StoredSchedule(rows.Text(9))},
           {"time_ms", rows.Double(10)},
           {"fixed_csr_ms", fixed_csr ? Json(*fixed_csr) : Json(nullptr)},
           {"updated_at", rows.Text(12)}};

@@ -86,14 +86,25 @@ enum class FileKind { kMatrixMarket, kTns, kArchive };
 // Chooses the parser from the file name (.tar.gz/.tgz, .tns[.gz], anything else Matrix Market).
 FileKind KindFromName(const std::string& path);
 
-// Reads a plain or gzip-compressed file (detected by its magic bytes), whole.
+// Reads a plain or gzip-compressed file (detected by its magic bytes), whole. A directory or a
+// device is refused; a pipe or socket is read up to InputByteLimit().
 Bytes LoadFile(const std::string& path);
+
+// How many bytes a stream (pipe, socket) or decompressed data may reach:
+// $SPARSETUNE_MAX_INPUT_MB when set, else half the memory available when first asked. Throws
+// InputError when the variable is not a positive whole number.
+size_t InputByteLimit();
+// Decompression stops at this ratio of output to input once past kInflateRatioFrom bytes:
+// real Matrix Market and FROSTT text compresses 3 to 10 times; gzip bombs about 1000 times.
+constexpr double kMaxInflateRatio = 200;
+constexpr size_t kInflateRatioFrom = size_t(64) << 20;
 
 // Picks Name/Name.mtx (or else the only .mtx) out of a SuiteSparse .tar.gz archive.
 LoadedText LoadFromArchive(const std::string& path);
 
 // Inflates gzip (or zlib) data, concatenated members included. Throws InputError naming
-// `name` when the data is corrupt or truncated, or inflates to more than `max_output` bytes.
+// `name` when the data is corrupt or truncated, inflates to more than `max_output` bytes, or
+// more than kMaxInflateRatio times its size (past kInflateRatioFrom bytes).
 Bytes Gunzip(std::string_view compressed, const std::string& name,
              size_t max_output = static_cast<size_t>(-1));
 

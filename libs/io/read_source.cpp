@@ -14,12 +14,15 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
 
 #include "base/errors.hpp"
+#include "base/memory.hpp"
 #include "io/read_internal.hpp"
 #include "io/read_scan.hpp"
 
@@ -47,9 +50,30 @@ struct Fd {
   }
 };
 
-// Fails with a clear cause when `path` cannot be a readable file.
+// Fails with a clear cause when `path` cannot be a readable file: directories and devices
+// (/dev/zero would never end) are refused; pipes and sockets are read, bounded.
 void CheckRegularOrStream(const std::string& path, const struct stat& st) {
   if (S_ISDIR(st.st_mode)) Fail(path, 0, "is a directory, not a file");
+  if (S_ISCHR(st.st_mode)) Fail(path, 0, "is a character device, not a file");
+  if (S_ISBLK(st.st_mode)) Fail(path, 0, "is a block device, not a file");
+}
+
+std::string Mebibytes(size_t bytes) {
+  return std::to_string((bytes + (size_t(1) << 20) - 1) >> 20) + " MiB";
+}
+
+[[noreturn]] void FailOverLimit(const std::string& path, const char* what, size_t limit) {
+  Fail(path, 0,
+       std::string(what) + " more than " + Mebibytes(limit) +
+           ", the limit for streams and decompressed data (half the memory available; "
+           "SPARSETUNE_MAX_INPUT_MB sets it)");
+}
+
+[[noreturn]] void FailRatio(const std::string& path, size_t out, size_t in) {
+  Fail(path, 0,
+       "compressed data inflates to over " + std::to_string(int(kMaxInflateRatio)) +
+           " times its size (" + Mebibytes(out) + " from " + std::to_string(in) +
+           " bytes): refused as a decompression bomb");
 }
 
 Bytes ReadAll(const std::string& path) {
@@ -62,6 +86,7 @@ Bytes ReadAll(const std::string& path) {
   if (::fstat(file.fd, &st) != 0)
     Fail(path, 0, std::string("cannot stat: ") + std::strerror(errno));
   CheckRegularOrStream(path, st);
+  const bool stream = !S_ISREG(st.st_mode);
 
   Bytes bytes;
   // Large regular files are mapped: on this kind of machine, copying 300 MB into fresh memory
@@ -76,10 +101,19 @@ Bytes ReadAll(const std::string& path) {
   // A regular file's size is a hint only: the file may change while it is read.
   size_t capacity =
       S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : size_t(1) << 16;
+  // A regular file may grow while it is read; past its size (or from a stream), reading stops
+  // at the input limit.
+  const size_t limit =
+      std::max(InputByteLimit(), S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) : 0);
   bytes.Reserve(capacity);
   size_t size = 0;
+  bool checked_start = !stream;
   for (;;) {
-    if (size == bytes.capacity()) bytes.Reserve(bytes.capacity() * 2);
+    if (size == bytes.capacity()) {
+      if (size > limit)
+        FailOverLimit(path, stream ? "the stream holds" : "the file grew to", limit);
+      bytes.Reserve(std::min(bytes.capacity() * 2, limit + 1));
+    }
     const size_t want = std::min<size_t>(bytes.capacity() - size, size_t(1) << 30);
     const ssize_t got = ::read(file.fd, bytes.data() + size, want);
     if (got < 0) {
@@ -88,6 +122,11 @@ Bytes ReadAll(const std::string& path) {
     }
     if (got == 0) break;
     size += static_cast<size_t>(got);
+    // Binary data from a stream is refused at once rather than at the limit.
+    if (!checked_start && size >= 4096) {
+      checked_start = true;
+      if (!LooksGzipped({bytes.data(), size})) RejectBinary({bytes.data(), size}, path);
+    }
   }
   bytes.Resize(size);
   return bytes;
@@ -134,8 +173,17 @@ Bytes ReadEntryData(ArchiveReader& reader, const std::string& path) {
   Bytes bytes;
   bytes.Reserve(size_t(1) << 16);
   size_t size = 0;
+  const size_t limit = InputByteLimit();
   for (;;) {
-    if (size == bytes.capacity()) bytes.Reserve(bytes.capacity() * 2);
+    if (size == bytes.capacity()) {
+      if (size > limit) FailOverLimit(path, "the archive's matrix inflates to", limit);
+      // Bytes read from the archive file so far (compressed), against bytes inflated.
+      const int64_t consumed = archive_filter_bytes(reader.a, -1);
+      if (size > kInflateRatioFrom && consumed > 0 &&
+          double(size) > kMaxInflateRatio * double(consumed))
+        FailRatio(path, size, static_cast<size_t>(consumed));
+      bytes.Reserve(std::min(bytes.capacity() * 2, limit + 1));
+    }
     const la_ssize_t got =
         archive_read_data(reader.a, bytes.data() + size, bytes.capacity() - size);
     if (got < 0) Fail(path, 0, "corrupt archive: " + ArchiveMessage(reader.a));
@@ -267,8 +315,7 @@ void Bytes::Release() {
 }
 
 bool Bytes::changed() const {
-  return changed_ ||
-         (guard_ >= 0 && g_guard_slots[guard_].changed.load(std::memory_order_acquire));
+  return changed_ || (guard_ >= 0 && g_guard_slots[guard_].changed.load(std::memory_order_acquire));
 }
 
 bool Bytes::Map(int fd, size_t size) {
@@ -342,6 +389,9 @@ Bytes Gunzip(std::string_view compressed, const std::string& name, size_t max_ou
       if (size >= max_output) {
         Fail(name, 0, "gzip data inflates to more than " + std::to_string(max_output) + " bytes");
       }
+      const size_t consumed = compressed.size() - in_left;
+      if (size > kInflateRatioFrom && double(size) > kMaxInflateRatio * double(consumed))
+        FailRatio(name, size, consumed);
       out.Reserve(std::min(max_output, out.capacity() * 2));
     }
     zs.next_in = const_cast<unsigned char*>(in);
@@ -382,10 +432,31 @@ void FailIfChanged(const Bytes& bytes, const std::string& name) {
   if (bytes.changed()) Fail(name, 0, "the file changed (was truncated) while it was read");
 }
 
+size_t InputByteLimit() {
+  static const size_t limit = [] {
+    const char* value = std::getenv("SPARSETUNE_MAX_INPUT_MB");
+    if (value && *value) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long mb = std::strtoull(value, &end, 10);
+      if (errno != 0 || *end != '\0' || mb == 0 || mb > (1ull << 30) || value[0] == '-')
+        return size_t(0);
+      return static_cast<size_t>(mb) << 20;
+    }
+    return static_cast<size_t>(
+        std::max<int64_t>(MemoryAvailableToProcess() / 2, int64_t(64) << 20));
+  }();
+  if (limit == 0)
+    throw InputError(
+        "SPARSETUNE_MAX_INPUT_MB: expected a positive whole number of mebibytes, not '" +
+        std::string(std::getenv("SPARSETUNE_MAX_INPUT_MB")) + "'");
+  return limit;
+}
+
 Bytes LoadFile(const std::string& path) {
   Bytes raw = ReadAll(path);
   if (LooksGzipped(raw.view())) {
-    return ParseUnchanged(raw, path, [&] { return Gunzip(raw.view(), path); });
+    return ParseUnchanged(raw, path, [&] { return Gunzip(raw.view(), path, InputByteLimit()); });
   }
   if (EndsWithNoCase(path, ".gz") && raw.size() > 0) {
     Fail(path, 0, "not gzip data, although the name ends in .gz");

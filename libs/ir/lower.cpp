@@ -44,6 +44,8 @@ class Lowerer {
   std::unique_ptr<LoopNest> Run() {
     nest_ = std::make_unique<LoopNest>();
     nest_->expression = e_;
+    // FromJson checks the same bounds; schedules built in code reach here unchecked.
+    if (std::string violation = s_.LimitViolation(); !violation.empty()) Fail(violation);
     ResolveVariables();
     ResolveFormat();
     ResolveTransposed();
@@ -70,12 +72,9 @@ class Lowerer {
   // ---- variables and format ----------------------------------------------------------------
 
   void ResolveVariables() {
-    for (const auto& [index, size] : s_.splits) {
-      if (e_.IndexId(index) < 0)
-        Fail("split of " + index + ": the expression has no index " + index);
-      // FromJson refuses these too; schedules built in code reach here unchecked.
-      if (size < 1)
-        Fail("split of " + index + " is " + std::to_string(size) + "; it must be at least 1");
+    for (const auto& split : s_.splits) {
+      if (e_.IndexId(split.first) < 0)
+        Fail("split of " + split.first + ": the expression has no index " + split.first);
     }
     for (const auto& index : e_.indices) {
       const int64_t split = s_.SplitOf(index);

@@ -1,8 +1,10 @@
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,12 +28,43 @@ struct ScheduleNode {
   std::unique_ptr<ScheduleNode> producer;
   std::unique_ptr<ScheduleNode> consumer;
 
+  ScheduleNode() = default;
+  ScheduleNode(ScheduleNode&&) = default;
+  ScheduleNode& operator=(ScheduleNode&&) = default;
+  // Iterative: a tree of any depth is released without recursion.
+  ~ScheduleNode();
+
   bool is_where() const { return producer != nullptr; }
+  // Iterative as well.
   std::unique_ptr<ScheduleNode> Clone() const;
 };
 
 // The farthest a compressed loop may prefetch ahead, in nonzeros.
 constexpr int kMaxPrefetchDistance = 256;
+
+// What a schedule may hold, whatever its source (a file, the database, a model's schedule set,
+// an import): bounds that the generated code, the packer and the model's encoding can hold, and
+// that keep every walk over a schedule small. Schedule::FromJson and Lower check them
+// (Schedule::LimitViolation), so nothing past the boundary meets larger values.
+struct ScheduleLimits {
+  // Split sizes and the OpenMP chunk are 32-bit in generated code and packed coordinates.
+  static constexpr int64_t kMaxSplit = 2147483647;
+  static constexpr int64_t kMaxChunk = 2147483647;
+  static constexpr int kMaxThreads = 4096;
+  static constexpr int kMaxUnroll = 16;
+  // Structure: where nodes nested at most this deep, this many sections (loop chains) and
+  // loops in all, this many loops in one section, levels, splits and transposed inputs.
+  static constexpr int kMaxWhereDepth = 16;
+  static constexpr int kMaxSections = 64;
+  static constexpr int kMaxLoopsPerSection = 64;
+  static constexpr int kMaxLoops = 256;
+  static constexpr int kMaxEntries = 64;  // format levels, splits, transposed names
+  static constexpr size_t kMaxNameBytes = 64;
+  static constexpr size_t kMaxTextBytes = 1024;  // compute and temp text
+  // Schedule JSON: nesting and text size.
+  static constexpr int kMaxJsonDepth = 4 * kMaxWhereDepth + 16;
+  static constexpr size_t kMaxJsonBytes = size_t(1) << 20;
+};
 
 // Format, loop structure and parallelization of one kernel, in plain JSON:
 // {"splits": {"i": 8}, "tree": {"loops": ["i1","k","i0"]}, "format": ["i1:U","k:C","i0:U"],
@@ -84,12 +117,26 @@ struct Schedule {
   void Canonicalize();
   nlohmann::json ToJson() const;
   std::string CanonicalJson() const;  // compact, sorted keys, after Canonicalize()
-  // Structure only; semantic checks happen when the schedule is lowered against an expression.
-  // Throws InputError naming `what` and the problem.
+  // Structure and ScheduleLimits; semantic checks happen when the schedule is lowered against
+  // an expression. Throws InputError naming `what`, the field and the problem.
   static Schedule FromJson(const nlohmann::json& json, const std::string& what);
+  // The first bound of ScheduleLimits this schedule breaks, naming the field and the limit;
+  // "" when it keeps them all. Iterative over the tree.
+  std::string LimitViolation() const;
   // One line: "i1 k i0 | i1:U k:C i0:U | par i1/32"
   std::string Summary() const;
 };
+
+// JSON text parsed with bounded nesting and size (iteratively: no recursion over the input).
+// Syntax errors, numbers out of range (1e400) and nesting deeper than max_depth throw
+// InputError naming `what`, the line and the field ("splits.i") where there is one.
+nlohmann::json ParseBoundedJson(std::string_view text, const std::string& what, int max_depth,
+                                size_t max_bytes);
+
+// A schedule from its JSON text (a file's contents, a database row, an imported line):
+// ParseBoundedJson with the schedule bounds, then Schedule::FromJson. The one way untrusted
+// schedule text becomes a Schedule.
+Schedule ParseScheduleText(std::string_view text, const std::string& what);
 
 // The name of a split variable: index + "1" (outer) or "0" (inner), or the index when whole.
 std::string SplitVarName(const std::string& index, SplitPart part);

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -46,6 +49,82 @@ int64_t FileBytes(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
 }
 
+// Every cached shared object ends in this trailer, appended after the compiler's output is
+// complete and before the file is renamed into place: a file without it (empty, cut short,
+// written by something else, or by a version before the trailer) is compiled again.
+struct Trailer {
+  char magic[16];
+  char key[32];        // the cache key the object was compiled for
+  uint64_t elf_bytes;  // the compiler's output, before the trailer
+  uint64_t elf_hash;   // StableHasher of those bytes
+};
+constexpr char kTrailerMagic[16] = "sparsetune-jit1";
+static_assert(sizeof(Trailer) == 64, "the trailer's layout is part of the cache format");
+
+bool ReadWhole(int fd, std::string* out, size_t bytes) {
+  out->resize(bytes);
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t got = ::pread(fd, out->data() + done, bytes - done, off_t(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += size_t(got);
+  }
+  return true;
+}
+
+uint64_t ContentHash(const char* data, size_t bytes) {
+  StableHasher hasher;
+  hasher.Update(data, bytes);
+  return hasher.Digest64();
+}
+
+// Appends the trailer to a freshly compiled object (not yet in place).
+void AppendTrailer(const std::string& path, const std::string& key) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throw InternalError("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st;
+  std::string elf;
+  const bool read = ::fstat(fd, &st) == 0 && ReadWhole(fd, &elf, size_t(st.st_size));
+  Trailer trailer{};
+  std::memcpy(trailer.magic, kTrailerMagic, sizeof trailer.magic);
+  std::memcpy(trailer.key, key.data(), std::min(key.size(), sizeof trailer.key));
+  trailer.elf_bytes = elf.size();
+  trailer.elf_hash = ContentHash(elf.data(), elf.size());
+  const bool written =
+      read && ::pwrite(fd, &trailer, sizeof trailer, st.st_size) == ssize_t(sizeof trailer);
+  const bool closed = ::close(fd) == 0;
+  if (!written || !closed) throw InternalError("cannot write " + path + " (disk full?)");
+}
+
+}  // namespace
+
+// Whether the cached object at `path` is whole and is the one compiled for `key`: its size,
+// ELF header, trailer and content hash all agree. Reads the file (tens of kilobytes).
+bool Jit::VerifyCached(const std::string& path, const std::string& key) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  std::string bytes;
+  const bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                  st.st_size > off_t(sizeof(Trailer) + 64) && st.st_size < (off_t(1) << 30) &&
+                  ReadWhole(fd, &bytes, size_t(st.st_size));
+  ::close(fd);
+  if (!ok) return false;
+  Trailer trailer;
+  std::memcpy(&trailer, bytes.data() + bytes.size() - sizeof trailer, sizeof trailer);
+  return std::memcmp(trailer.magic, kTrailerMagic, sizeof trailer.magic) == 0 &&
+         key.size() == sizeof trailer.key &&
+         std::memcmp(trailer.key, key.data(), sizeof trailer.key) == 0 &&
+         trailer.elf_bytes == bytes.size() - sizeof trailer &&
+         bytes.compare(0, 4,
+                       "\x7f"
+                       "ELF") == 0 &&
+         ContentHash(bytes.data(), trailer.elf_bytes) == trailer.elf_hash;
+}
+
+namespace {
+
 std::chrono::system_clock::time_point ModificationTime(const struct stat& st) {
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -63,8 +142,10 @@ JitCacheLimits JitCacheLimits::FromEnvironment() {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), megabytes);
   if (error != std::errc() || end != text.data() + text.size() || megabytes < 0 ||
       megabytes > (int64_t(1) << 40)) {
-    throw InputError("SPARSETUNE_JIT_CACHE_MB: expected the cache size in megabytes (a whole "
-                     "number, 0 for no cap), not '" + text + "'");
+    throw InputError(
+        "SPARSETUNE_JIT_CACHE_MB: expected the cache size in megabytes (a whole "
+        "number, 0 for no cap), not '" +
+        text + "'");
   }
   limits.max_bytes = megabytes << 20;
   return limits;
@@ -112,7 +193,7 @@ std::string Jit::LibraryPath(const std::string& source) {
   return cache_dir_ + "/" + CacheKey(source) + ".so";
 }
 
-double Jit::Build(const std::string& source, const std::string& source_path,
+double Jit::Build(const std::string& source, const std::string& key, const std::string& source_path,
                   const std::string& library_path) {
   const auto start = Clock::now();
   static std::atomic<int> counter{0};
@@ -135,6 +216,12 @@ double Jit::Build(const std::string& source, const std::string& source_path,
     std::filesystem::remove(library_tmp, ignored);
     throw InternalError("the compiler failed on generated source " + source_path + " (log " + log +
                         "):\n" + ReadFileHead(log, 8));
+  }
+  try {
+    AppendTrailer(library_tmp, key);  // last: a complete object carries it
+  } catch (...) {
+    std::filesystem::remove(library_tmp, ignored);
+    throw;
   }
   std::filesystem::rename(library_tmp, library_path);  // atomic: readers see all or nothing
   std::filesystem::remove(log, ignored);
@@ -178,29 +265,41 @@ CompiledKernel Jit::CompileAndLoad(const std::string& source) {
   CompiledKernel result;
   result.library_path = cache_dir_ + "/" + key + ".so";
   result.source_path = cache_dir_ + "/" + key + ".cpp";
+  std::call_once(swept_, [this] { SweepStaleTemporaries(); });
   // Another process may evict the shared object between the check and dlopen (only when it
-  // was idle, so rarely): it is then compiled again.
+  // was idle, so rarely): it is then compiled again. A cached object that is not whole or not
+  // the one compiled for this key (empty, cut short, another file put there) is compiled again
+  // and renamed over it, before anything maps it.
+  bool rebuild = false;
   for (int attempt = 0;; ++attempt) {
     bool added = false;
-    if (MarkUsed(result.library_path)) {
+    if (!rebuild && MarkUsed(result.library_path) && VerifyCached(result.library_path, key)) {
       result.cached = true;
       result.compile_ms = 0;
     } else {
-      result.compile_ms = Build(source, result.source_path, result.library_path);
+      result.compile_ms = Build(source, key, result.source_path, result.library_path);
       result.cached = false;
       added = true;
     }
+    rebuild = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (auto it = loaded_.find(key); it != loaded_.end()) return it->second.kernel;
       void* handle = dlopen(result.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!handle) {
         const std::string error = dlerror();
-        if (attempt < 2 && !std::filesystem::exists(result.library_path)) continue;
+        if (attempt < 2) continue;
         throw InternalError("cannot load " + result.library_path + ": " + error);
       }
       result.function = reinterpret_cast<st_kernel_fn>(dlsym(handle, SPARSETUNE_KERNEL_ENTRY));
       result.handle = handle;
+      if (!result.function) {
+        dlclose(handle);
+        result.handle = nullptr;
+        rebuild = true;
+        if (attempt < 2) continue;
+        throw InternalError(result.library_path + " has no " SPARSETUNE_KERNEL_ENTRY);
+      }
       handles_[key] = handle;
       loaded_[key] = Loaded{result, Clock::now()};
     }
@@ -241,6 +340,7 @@ int64_t Jit::EvictLeastRecentlyUsed() {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;  // gone meanwhile
     const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.') continue;  // the sweep's lock file
     Kernel& kernel = kernels[name.substr(0, name.find('.'))];
     kernel.bytes += st.st_size;
     kernel.last_use = std::max(kernel.last_use, ModificationTime(st));
@@ -256,10 +356,9 @@ int64_t Jit::EvictLeastRecentlyUsed() {
   std::sort(by_age.begin(), by_age.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   const int64_t target = limits_.max_bytes - limits_.max_bytes / 10;
-  const auto idle_since =
-      std::chrono::system_clock::now() -
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::duration<double>(limits_.min_idle_seconds));
+  const auto idle_since = std::chrono::system_clock::now() -
+                          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                              std::chrono::duration<double>(limits_.min_idle_seconds));
   int64_t removed = 0;
   for (const auto& [last_use, kernel] : by_age) {
     if (total - removed <= target || last_use >= idle_since) break;
@@ -279,6 +378,52 @@ int64_t Jit::EvictLeastRecentlyUsed() {
     removed += kernel->bytes;
   }
   known_bytes_ = total - removed;
+  return removed;
+}
+
+int Jit::SweepStaleTemporaries() {
+  // One process sweeps at a time; the others skip it.
+  const std::string lock_path = cache_dir_ + "/.sweep.lock";
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) return 0;
+  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock);
+    return 0;
+  }
+  const auto now = std::chrono::system_clock::now();
+  int removed = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(cache_dir_, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    // A compile's temporaries: KEY.cpp.PID.N, KEY.so.PID.N and its log KEY.cpp.PID.N.log.
+    const std::string name = it->path().filename().string();
+    std::vector<std::string> parts;
+    for (size_t start = 0;;) {
+      const size_t dot = name.find('.', start);
+      parts.push_back(name.substr(start, dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    const bool log = parts.size() == 5 && parts[4] == "log";
+    if (parts.size() != 4 && !log) continue;
+    if ((parts[1] != "cpp" && parts[1] != "so") || parts[0].empty()) continue;
+    long pid = 0;
+    const auto [pid_end, pid_error] =
+        std::from_chars(parts[2].data(), parts[2].data() + parts[2].size(), pid);
+    if (pid_error != std::errc() || pid_end != parts[2].data() + parts[2].size() || pid <= 0)
+      continue;
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const auto age = now - ModificationTime(st);
+    // Its compile is over when its process is gone: a temporary is removed then (a log, which
+    // a failed compile's message names, a day later), and anything a week old in any case.
+    const bool gone = ::kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+    const std::chrono::minutes settle = log ? std::chrono::minutes(24 * 60) : kStaleAfter;
+    if ((gone && age > settle) || age > std::chrono::hours(24 * 7)) {
+      if (::unlink(it->path().c_str()) == 0) ++removed;
+    }
+  }
+  ::close(lock);  // releases the lock
   return removed;
 }
 

@@ -75,6 +75,17 @@ class Jit {
   // JitCacheLimits); returns the bytes removed. Compile calls it when a new kernel is added.
   int64_t EvictLeastRecentlyUsed();
 
+  // Removes what killed or crashed compiles left (KEY.so.PID.N, KEY.cpp.PID.N: their process
+  // is gone and they are over kStaleAfter old; logs a day after), one process at a time (a lock
+  // file in the directory). Compile calls it once per Jit. Returns the files removed.
+  int SweepStaleTemporaries();
+  static constexpr std::chrono::minutes kStaleAfter{5};
+
+  // Whether the cached object at `path` is whole and was compiled for cache key `key` (size,
+  // ELF header, a trailer written last, its content hash). Compile checks this before it
+  // loads a cached object and compiles again when it fails.
+  static bool VerifyCached(const std::string& path, const std::string& key);
+
   const std::string& cache_dir() const { return cache_dir_; }
   const JitCacheLimits& limits() const { return limits_; }
   const std::string& compiler() const { return compiler_; }
@@ -92,7 +103,7 @@ class Jit {
   std::string CacheKey(const std::string& source);
   CompiledKernel CompileAndLoad(const std::string& source);
   // Compiles `source` into `library_path` (atomically renamed into place); the compile time.
-  double Build(const std::string& source, const std::string& source_path,
+  double Build(const std::string& source, const std::string& key, const std::string& source_path,
                const std::string& library_path);
   // Counts bytes a new kernel added and evicts when the cap may be exceeded.
   void NoteAdded(const std::string& source_path, const std::string& library_path);
@@ -104,6 +115,7 @@ class Jit {
   std::mutex mutex_;
   std::map<std::string, Loaded> loaded_;  // by content hash
   std::map<std::string, void*> handles_;
+  std::once_flag swept_;
   // Eviction bookkeeping: the directory's size as last scanned plus what this process added
   // since (-1: not scanned yet), and kernels added since that scan.
   std::mutex evict_mutex_;

@@ -8,6 +8,7 @@
 
 #include "base/errors.hpp"
 #include "base/hash.hpp"
+#include "base/memory.hpp"
 
 namespace sparsetune {
 
@@ -60,14 +61,7 @@ int64_t PhysicalMemoryBytes() {
 }
 
 int64_t AvailableMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return PhysicalMemoryBytes() / 2;
+  return MemoryAvailableToProcess();
 }
 
 std::vector<ValueBuffer> MakeDenseInputs(const Expression& e, const IndexSizes& sizes,

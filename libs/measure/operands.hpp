@@ -57,8 +57,8 @@ std::vector<ValueBuffer> MakeDenseInputs(const Expression& expression, const Ind
 
 // Bytes of physical memory; used to refuse operands that cannot fit.
 int64_t PhysicalMemoryBytes();
-// Bytes the system can still give without swapping (MemAvailable; half the physical memory
-// where /proc/meminfo is missing).
+// Bytes this process can still allocate without swapping: MemoryAvailableToProcess (the
+// system's MemAvailable, less under an address-space or cgroup limit).
 int64_t AvailableMemoryBytes();
 
 }  // namespace sparsetune

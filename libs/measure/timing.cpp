@@ -1,12 +1,17 @@
 #include "measure/timing.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <mutex>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <omp.h>
@@ -39,7 +44,154 @@ static int MaxWarmupRuns(const TimingOptions& options) {
   return std::max(10, options.warmup_runs);
 }
 
-TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {
+namespace {
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::string Format(const char* format, double a, double b = 0, double c = 0) {
+  char text[160];
+  std::snprintf(text, sizeof text, format, a, b, c);
+  return text;
+}
+
+// Nanoseconds the calling thread has spent runnable but waiting for a CPU (the second field of
+// /proc/thread-self/schedstat), or -1 where the kernel does not report it.
+int64_t RunDelayNs() {
+  const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[128];
+  const ssize_t got = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (got <= 0) return -1;
+  text[got] = '\0';
+  unsigned long long running = 0, waiting = 0;
+  if (std::sscanf(text, "%llu %llu", &running, &waiting) != 2) return -1;
+  return static_cast<int64_t>(waiting);
+}
+
+// What the probe saw over an attempt's timed rounds.
+struct ProbeLog {
+  std::vector<double> region_us;  // per round: an empty parallel region of every thread
+  double waited_ms = 0;           // the threads' time runnable but waiting for a CPU
+  double thread_ms = 0;           // the rounds' wall time times the threads
+  bool delay_known = false;
+};
+
+// Between rounds, every OpenMP thread reads how long it has waited for a CPU (another process
+// holding the cores shows there directly, whatever the kernel's own run times), in a parallel
+// region that is timed as well.
+class RoundProbe {
+ public:
+  explicit RoundProbe(ProbeLog& log)
+      : log_(log), threads_(std::max(1, omp_get_max_threads())), start_(Clock::now()) {
+    Sample(nullptr);
+  }
+  void Round() {
+    double us = 0;
+    const double waited = Sample(&us);
+    log_.region_us.push_back(us);
+    if (waited >= 0) {
+      log_.waited_ms += waited;
+      log_.delay_known = true;
+    }
+    log_.thread_ms = Elapsed(start_) * threads_;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // Milliseconds all threads waited since the last sample, or -1 when unknown.
+  double Sample(double* region_us) {
+    std::vector<int64_t> now(threads_, -1);
+    const auto t0 = Clock::now();
+#pragma omp parallel num_threads(threads_)
+    { now[omp_get_thread_num()] = RunDelayNs(); }
+    if (region_us)
+      *region_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    double waited = 0;
+    bool known = true;
+    for (int k = 0; k < threads_; ++k) {
+      if (now[k] < 0) known = false;
+      if (now[k] >= 0 && k < int(last_.size()) && last_[k] >= 0)
+        waited += double(std::max<int64_t>(0, now[k] - last_[k])) / 1e6;
+    }
+    last_ = now;
+    return known ? waited : -1;
+  }
+
+  ProbeLog& log_;
+  int threads_;
+  Clock::time_point start_;
+  std::vector<int64_t> last_;
+};
+
+// Why an attempt's times cannot be trusted, or "": a contender whose median run is far above
+// its fastest, or the timing threads waiting for a CPU over kBusyWaitShare of their time (where
+// the kernel does not report that: the probe's region slow in over a quarter of the rounds).
+std::string Disturbance(const std::vector<std::vector<double>>& samples, const ProbeLog& probe,
+                        const TimingOptions& options) {
+  for (const auto& runs : samples) {
+    if (runs.size() < 5) continue;
+    const double fastest = *std::min_element(runs.begin(), runs.end());
+    const double median = Median(runs);
+    if (median > options.disturbed_spread * fastest &&
+        median - fastest > options.disturbed_excess_ms)
+      return Format("a contender's median run (%.4g ms) was %.1fx its fastest (%.4g ms)", median,
+                    median / fastest, fastest);
+  }
+  if (probe.delay_known) {
+    const double share = probe.thread_ms > 0 ? probe.waited_ms / probe.thread_ms : 0;
+    if (share > kBusyWaitShare)
+      return Format(
+          "other processes held the cores: the timing threads waited for a CPU %.0f%% of the time "
+          "(%.0f ms)",
+          100 * share, probe.waited_ms);
+    return "";
+  }
+  const auto& regions = probe.region_us;
+  const auto busy = std::count_if(regions.begin(), regions.end(),
+                                  [](double us) { return us > kBusyParallelRegionMicros; });
+  if (!regions.empty() && busy * 4 > static_cast<int64_t>(regions.size()))
+    return Format(
+        "other processes held the cores: an empty parallel region took over %.0f us in %.0f of "
+        "%.0f rounds (a few us on a quiet machine)",
+        kBusyParallelRegionMicros, double(busy), double(regions.size()));
+  return "";
+}
+
+// Makes attempts until one is not disturbed or the retries are spent; `once` times everyone
+// once, filling each contender's timed runs and the probe's log.
+std::vector<TimingResult> WithRetries(
+    const std::function<std::vector<TimingResult>(std::vector<std::vector<double>>&, ProbeLog&)>&
+        once,
+    const TimingOptions& options) {
+  for (int attempt = 1;; ++attempt) {
+    std::vector<std::vector<double>> samples;
+    ProbeLog probe;
+    std::vector<TimingResult> results = once(samples, probe);
+    const std::string reason = Disturbance(samples, probe, options);
+    if (reason.empty() || attempt > options.disturbance_retries) {
+      for (TimingResult& r : results) {
+        r.disturbed = !reason.empty();
+        r.disturbance = reason;
+        r.attempts = attempt;
+        r.probe_us = Median(probe.region_us);
+        r.waited_share =
+            probe.delay_known && probe.thread_ms > 0 ? probe.waited_ms / probe.thread_ms : -1;
+      }
+      return results;
+    }
+    // Give a passing disturbance (a build, a cron job) a moment before timing again.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+  }
+}
+
+TimingResult TimeRepeatedOnce(const std::function<void()>& run, const TimingOptions& options,
+                              std::vector<double>& kept, ProbeLog& log) {
   TimingResult result;
   // Runs once; true (and the result says so) when the run passed max_ms_per_run.
   auto timed = [&](double* ms) {
@@ -59,19 +211,24 @@ TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions&
     if (w + 1 >= options.warmup_runs && Elapsed(warm_start) >= options.warmup_ms) break;
   }
   std::vector<double> samples;
+  RoundProbe probe(log);
   const auto start = std::chrono::steady_clock::now();
   while (static_cast<int>(samples.size()) < options.max_reps) {
     if (timed(&ms)) return result;
     samples.push_back(ms);
+    probe.Round();
     if (static_cast<int>(samples.size()) >= options.min_reps &&
         Elapsed(start) >= options.min_total_ms)
       break;
   }
+  kept = samples;
   return Summarize(std::move(samples));
 }
 
-std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
-                                          const TimingOptions& options, uint64_t seed) {
+std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<void()>>& runs,
+                                              const TimingOptions& options, uint64_t seed,
+                                              std::vector<std::vector<double>>& kept,
+                                              ProbeLog& log) {
   const size_t n = runs.size();
   std::vector<TimingResult> results(n);
   std::vector<std::vector<double>> samples(n);
@@ -130,6 +287,7 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
   std::mt19937_64 rng(seed);
   std::vector<size_t> order(n);
   for (size_t c = 0; c < n; ++c) order[c] = c;
+  RoundProbe probe(log);
   const auto start = std::chrono::steady_clock::now();
   for (int round = 0; round < options.max_reps; ++round) {
     std::shuffle(order.begin(), order.end(), rng);
@@ -138,6 +296,7 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
       const double ms = timed(c);
       if (active[c]) samples[c].push_back(ms);
     }
+    probe.Round();
     drop_far_behind();
     const auto remaining = std::count(active.begin(), active.end(), true);
     if (remaining == 0) break;
@@ -145,10 +304,34 @@ std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()
         Elapsed(start) >= options.min_total_ms * static_cast<double>(remaining))
       break;
   }
+  kept.assign(n, {});
   for (size_t c = 0; c < n; ++c) {
-    if (!results[c].timed_out) results[c] = Summarize(std::move(samples[c]));
+    if (results[c].timed_out) continue;
+    kept[c] = samples[c];
+    results[c] = Summarize(std::move(samples[c]));
   }
   return results;
+}
+
+}  // namespace
+
+TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {
+  return WithRetries(
+             [&](std::vector<std::vector<double>>& samples, ProbeLog& log) {
+               samples.assign(1, {});
+               return std::vector<TimingResult>{TimeRepeatedOnce(run, options, samples[0], log)};
+             },
+             options)
+      .front();
+}
+
+std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
+                                          const TimingOptions& options, uint64_t seed) {
+  return WithRetries(
+      [&](std::vector<std::vector<double>>& samples, ProbeLog& log) {
+        return TimeInterleavedOnce(runs, options, seed, samples, log);
+      },
+      options);
 }
 
 void PinOpenMpThreads() {

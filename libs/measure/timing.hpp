@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace sparsetune {
@@ -19,6 +20,17 @@ struct TimingOptions {
   // round, a contender whose fastest run is over this many times the fastest run of all
   // leaves, its median from the runs it made (its first run when it leaves in warm-up).
   double drop_slower_than = 0;
+  // A busy machine (another process holding the cores) makes times meaningless. A timing is
+  // disturbed when a contender's median run is over disturbed_spread times its fastest and
+  // slower by more than disturbed_excess_ms, or when the timing threads, probed between rounds,
+  // waited for a CPU over kBusyWaitShare of their time (where the kernel does not report that:
+  // when an empty parallel region of every thread took over kBusyParallelRegionMicros in more
+  // than a quarter of the rounds). A disturbed timing is made again from the start (warm-up
+  // included) up to disturbance_retries more times; the result says whether the last one was
+  // still disturbed.
+  int disturbance_retries = 2;
+  double disturbed_spread = 1.5;
+  double disturbed_excess_ms = 0.02;
 };
 
 struct TimingResult {
@@ -27,6 +39,15 @@ struct TimingResult {
   double max_ms = 0;
   int reps = 0;
   bool timed_out = false;  // a run exceeded max_ms_per_run
+  // The timing's disturbance check (TimingOptions), shared by every contender timed together:
+  // whether the last attempt was still disturbed and why, how many attempts were made, the
+  // probe's parallel region (median microseconds over the last attempt's rounds) and the share
+  // of the timing threads' time spent waiting for a CPU (-1: not reported by the kernel).
+  bool disturbed = false;
+  std::string disturbance;
+  int attempts = 1;
+  double probe_us = 0;
+  double waited_share = -1;
 };
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
@@ -50,5 +71,8 @@ void PinOpenMpThreads();
 // thread (milliseconds), and the times of small kernels measure that wait, not the schedule.
 double ParallelRegionMicros(int threads);
 constexpr double kBusyParallelRegionMicros = 20;
+// The timing threads waiting for a CPU over this share of their time: other processes hold
+// the cores (on a quiet machine it is well under 1%).
+constexpr double kBusyWaitShare = 0.1;
 
 }  // namespace sparsetune

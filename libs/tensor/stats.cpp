@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "base/errors.hpp"
 #include "tensor/sort.hpp"
@@ -11,23 +12,54 @@ namespace sparsetune {
 
 namespace {
 
+// Follows the entries, not the declared rows: coordinates are sorted by row, so each row's
+// length is a run, and the empty rows between runs are counted without being stored (a file
+// declaring 2^31 rows and one entry needs no memory per row).
 void ComputeRowStats(const CooTensor& t, PatternStats& s) {
   const int64_t rows = t.dims.empty() ? 0 : t.dims[0];
-  std::vector<int64_t> lengths(rows, 0);
-  for (int32_t r : t.coords[0]) ++lengths[r];
   if (rows == 0) return;
-  s.row_min = *std::min_element(lengths.begin(), lengths.end());
-  s.row_max = *std::max_element(lengths.begin(), lengths.end());
+  const auto& coords = t.coords[0];
+  const int64_t n = static_cast<int64_t>(coords.size());
   s.row_mean = double(t.nnz()) / double(rows);
   double sq = 0;
-  for (int64_t len : lengths) {
+  auto add_row = [&](int64_t len) {
     sq += (len - s.row_mean) * (len - s.row_mean);
-    if (len == 0) ++s.empty_rows;
     int bucket = 0;
     while (bucket < 62 && (int64_t(1) << bucket) <= len) ++bucket;
     if (bucket >= static_cast<int>(s.row_histogram.size())) s.row_histogram.resize(bucket + 1, 0);
     ++s.row_histogram[bucket];
+  };
+  const double empty_term = (0 - s.row_mean) * (0 - s.row_mean);
+  auto add_empty_rows = [&](int64_t count) {
+    if (count <= 0) return;
+    s.empty_rows += count;
+    if (s.row_histogram.empty()) s.row_histogram.resize(1, 0);
+    s.row_histogram[0] += count;
+    // One addition per row keeps the sum as it always was; past a million empty rows in a row,
+    // one multiplication keeps the time bounded.
+    if (count > (int64_t(1) << 20)) {
+      sq += double(count) * empty_term;
+    } else {
+      for (int64_t k = 0; k < count; ++k) sq += empty_term;
+    }
+  };
+  int64_t next_row = 0, e = 0;
+  s.row_min = n < rows ? 0 : std::numeric_limits<int64_t>::max();
+  s.row_max = 0;
+  while (e < n) {
+    const int64_t row = coords[e];
+    int64_t end = e;
+    while (end < n && coords[end] == row) ++end;
+    add_empty_rows(row - next_row);
+    const int64_t len = end - e;
+    s.row_min = std::min(s.row_min, len);
+    s.row_max = std::max(s.row_max, len);
+    add_row(len);
+    next_row = row + 1;
+    e = end;
   }
+  add_empty_rows(rows - next_row);
+  if (s.empty_rows > 0) s.row_min = 0;
   s.row_stddev = std::sqrt(sq / double(rows));
 }
 

@@ -1,5 +1,7 @@
 #include "tune/emit.hpp"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,6 +45,20 @@ std::string EmittedName(const std::string& kernel) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
   return name;
+}
+
+void PrepareEmitDirectory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (fs::exists(status) && !fs::is_directory(status))
+    throw InputError(dir, 0, "--emit needs a directory, and this exists and is not one");
+  if (!fs::exists(status)) {
+    fs::create_directories(dir, ec);
+    if (ec) throw InputError(dir, 0, "cannot create the --emit directory: " + ec.message());
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw InputError(dir, 0, "cannot write into the --emit directory");
 }
 
 std::vector<std::string> EmitKernel(const std::string& dir, const std::string& kernel,

@@ -16,6 +16,10 @@ namespace sparsetune {
 // The C identifier prefix of an emitted kernel: sparsetune_<kernel> ("expr" for expressions).
 std::string EmittedName(const std::string& kernel);
 
+// Makes sure `dir` can take an emitted kernel before any work is done: it is created when
+// missing; InputError when it exists but is not a directory or cannot be written.
+void PrepareEmitDirectory(const std::string& dir);
+
 // Writes <dir>/<name>.h, <name>.cpp and <name>.schedule.json for the schedule, with the dense
 // sizes baked in. `pattern` is the operand the schedule was tuned on: its packing tells the
 // coordinate widths the kernel is generated for (another pattern whose coordinates do not fit

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "base/errors.hpp"
@@ -40,6 +42,31 @@ std::map<std::string, int64_t> DenseKey(const Expression& e,
   std::map<std::string, int64_t> dense;
   for (const auto& index : e.DenseOnlyIndices()) dense[index] = sizes.at(index);
   return dense;
+}
+
+// Two timings of identical code (FixedCSR measured twice) that differ by more than this share
+// and by kTwinExcessMs say the machine was busy, whatever the probe saw.
+constexpr double kTwinNoiseLimit = 0.5;
+constexpr double kTwinExcessMs = 0.02;
+
+// Why a contest's times cannot pick a winner, or "": a group's timing still disturbed, or the
+// FixedCSR twins (the first and the last schedule) far apart.
+std::string DisturbanceOf(const std::vector<RunResult>& results) {
+  for (const RunResult& r : results) {
+    if (r.ok() && r.time.disturbed) return r.time.disturbance;
+  }
+  const RunResult& fixed = results.front();
+  const RunResult& twin = results.back();
+  if (results.size() > 1 && fixed.ok() && twin.ok()) {
+    const double a = fixed.time.median_ms, b = twin.time.median_ms;
+    if (std::fabs(a - b) > kTwinExcessMs && std::fabs(a - b) > kTwinNoiseLimit * std::min(a, b)) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "two timings of the same FixedCSR kernel differ: %.4g and %.4g ms", a, b);
+      return text;
+    }
+  }
+  return "";
 }
 
 // Calls after which the winner's per-call saving over FixedCSR pays for `cost_ms`.
@@ -88,6 +115,20 @@ std::vector<TuneCandidate> OrderedVariants(const std::vector<TuneCandidate>& can
 
 }  // namespace
 
+BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what) {
+  if (text == "fail") return BusyPolicy::kFail;
+  if (text == "store") return BusyPolicy::kStore;
+  if (text == "ignore") return BusyPolicy::kIgnore;
+  throw InputError(what + ": expected \"fail\", \"store\" or \"ignore\", not \"" +
+                   text.substr(0, 40) + "\"");
+}
+
+BusyPolicy BusyPolicyFromEnvironment() {
+  const char* value = std::getenv("SPARSETUNE_ON_BUSY");
+  if (!value || !*value) return BusyPolicy::kFail;
+  return ParseBusyPolicy(value, "SPARSETUNE_ON_BUSY");
+}
+
 std::string KernelKey(const std::string& kernel, const Expression& expression) {
   return kernel.empty() ? "expr:" + expression.text : kernel;
 }
@@ -108,6 +149,9 @@ nlohmann::json TuneReport::ToJson() const {
   out["fixed_csr_pack_ms"] = fixed_csr_pack_ms;
   out["break_even_calls"] = break_even_calls;
   out["noise"] = noise;
+  out["disturbed"] = disturbed;
+  out["disturbance"] = disturbance;
+  out["measure_attempts"] = measure_attempts;
   out["tune_ms"] = tune_ms;
   out["stage_ms"] = stage_ms;
   out["sources"] = sources_used;
@@ -162,10 +206,16 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   report.expression = e.text;
 
   // Everything that can be wrong with the input is found before anything is stored.
+  if (!request.emit_dir.empty()) PrepareEmitDirectory(request.emit_dir);
   stage("reading");
   auto t = Clock::now();
   const CooTensor tensor = ReadTensorFile(request.path);
   const std::map<std::string, int64_t> sizes = ResolveIndexSizes(e, tensor.dims, request.dense);
+  try {
+    CheckRunFitsInMemory(e, tensor, sizes, request.dtype);
+  } catch (const InputError& error) {
+    throw InputError(request.path, 0, error.cause());
+  }
   report.fingerprint = PatternFingerprint(tensor);
   report.stage_ms["read"] = MsSince(t);
   const std::string& kernel = request.kernel;
@@ -211,10 +261,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
       }
       report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
       if (!request.emit_dir.empty()) {
-        report.emitted_files = EmitKernel(
-            request.emit_dir, request.kernel, e, sizes, request.dtype,
-            Schedule::FromJson(nlohmann::json::parse(report.winner_json), "stored winner"),
-            &tensor);
+        report.emitted_files =
+            EmitKernel(request.emit_dir, request.kernel, e, sizes, request.dtype,
+                       ParseScheduleText(report.winner_json, "stored winner"), &tensor);
       }
       report.tune_ms = MsSince(start);
       return report;
@@ -315,10 +364,31 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     contest.run.timing.max_ms_per_run = std::max(request.max_ms, 20 * fixed.result().verify_run_ms);
   }
   contest.seed = request.seed;
+  if (request.on_busy == BusyPolicy::kIgnore) contest.run.timing.disturbance_retries = 0;
   ContestObserver observer;
   observer.after_step = progress.step;
   std::vector<RunResult> results = MeasureTogether(runner, schedules, jit, contest, observer);
+  // A winner from disturbed measurements is no winner: each group was already timed again
+  // while it looked disturbed (TimingOptions::disturbance_retries); if the times still were,
+  // or the two timings of identical FixedCSR code disagree, everything is measured once more.
+  std::string disturbance = DisturbanceOf(results);
+  if (!disturbance.empty() && request.on_busy != BusyPolicy::kIgnore) {
+    stage("measuring again (" + disturbance + ")");
+    results = MeasureTogether(runner, schedules, jit, contest, observer);
+    report.measure_attempts = 2;
+    disturbance = DisturbanceOf(results);
+  }
   report.stage_ms["measure"] = MsSince(t);
+  if (!disturbance.empty()) {
+    report.disturbed = true;
+    report.disturbance = disturbance;
+    if (request.on_busy == BusyPolicy::kFail)
+      throw MachineBusyError("the machine was busy while measuring " + request.path + " (" +
+                             disturbance + ", after measuring " +
+                             std::to_string(report.measure_attempts) +
+                             " times): nothing was stored; tune again on a quiet machine, or "
+                             "store it anyway with --on-busy store");
+  }
   // Round two: orderings of the best schedules, timed together with them. Its times replace
   // the first round's for the schedules it measures again, so the winner is chosen among
   // times taken side by side.

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,23 @@
 #include "tensor/permutation.hpp"
 
 namespace sparsetune {
+
+// What tune does about a busy machine (other processes holding the cores): measure again and,
+// when the measurements stay disturbed, fail and store nothing (kFail, the default) or store
+// the winner with the report saying it was disturbed (kStore); or measure once and store
+// whatever the machine did, saying so (kIgnore: for test suites and machines shared on
+// purpose). $SPARSETUNE_ON_BUSY ("fail", "store" or "ignore") sets the default; anything else
+// there is an InputError.
+enum class BusyPolicy { kFail, kStore, kIgnore };
+BusyPolicy BusyPolicyFromEnvironment();
+BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what);
+
+// Thrown by Tune when the measurements stayed disturbed under BusyPolicy::kFail; nothing was
+// stored. The command ends with exit code 3 (its environment failed it).
+class MachineBusyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct TuneRequest {
   std::string path;    // the sparse matrix or tensor file
@@ -47,6 +65,7 @@ struct TuneRequest {
   bool force = false;  // measure again even when a winner is stored
   uint64_t seed = 1;
   std::string emit_dir;  // non-empty: write the winner's standalone kernel there
+  BusyPolicy on_busy = BusyPolicyFromEnvironment();
 };
 
 struct TuneCandidateResult {
@@ -76,6 +95,11 @@ struct TuneReport {
   double fixed_csr_pack_ms = 0;   // packing CSR
   int64_t break_even_calls = -1;  // -1: the winner saves nothing per call
   double noise = 0;               // relative spread of two timings of identical FixedCSR code
+  // The measurements were still disturbed after measuring again (stored only under
+  // BusyPolicy::kStore), why, and how many times the candidates were measured.
+  bool disturbed = false;
+  std::string disturbance;
+  int measure_attempts = 1;
   double tune_ms = 0;
   std::vector<TuneCandidateResult> candidates;
   std::map<std::string, double> stage_ms;

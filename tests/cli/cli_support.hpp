@@ -24,8 +24,9 @@ struct CliResult {
 };
 
 // Runs the real sparsetune binary with `args` (no shell), stdin closed, capturing both streams.
+// With limit_mb > 0 the binary runs under that address-space limit (ulimit -v), through sh.
 inline CliResult RunCli(const std::vector<std::string>& args,
-                        const std::vector<std::string>& env = {}) {
+                        const std::vector<std::string>& env = {}, int64_t limit_mb = 0) {
   namespace fs = std::filesystem;
   static int counter = 0;
   const fs::path dir = fs::temp_directory_path() / ("sparsetune-cli-" + std::to_string(getpid()) +
@@ -33,12 +34,23 @@ inline CliResult RunCli(const std::vector<std::string>& args,
   fs::create_directories(dir);
   const std::string out_path = (dir / "out").string(), err_path = (dir / "err").string();
   std::vector<std::string> all = {SPARSETUNE_BINARY};
+  if (limit_mb > 0)
+    all = {"/bin/sh", "-c",
+           "ulimit -v " + std::to_string(limit_mb * 1024) + " && exec \"$0\" \"$@\"",
+           SPARSETUNE_BINARY};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // `env` entries replace inherited ones of the same name.
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.push_back(*e);
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    bool replaced = false;
+    for (const auto& given : env) replaced |= given.rfind(name, 0) == 0;
+    if (!replaced) env_strings.push_back(entry);
+  }
   env_strings.insert(env_strings.end(), env.begin(), env.end());
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());

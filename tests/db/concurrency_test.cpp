@@ -106,8 +106,8 @@ TEST_F(ConcurrencyTest, ParallelWritersKeepExactCounts) {
   // Every schedule's time is the one all writers agreed on.
   EXPECT_EQ(RawQuery(path,
                      "SELECT count(*) FROM measurements m JOIN schedules s ON s.id = "
-                     "m.schedule_id WHERE m.median_ms != 1.0 + json_extract("
-                     "s.canonical_json, '$.chunk')"),
+                     "m.schedule_id WHERE m.median_ms != -1.0 + json_extract("
+                     "s.canonical_json, '$.parallel.chunk')"),
             "0");
   EXPECT_EQ(db->SchemaVersion(), Database::LatestSchemaVersion());
   ExpectConsistent(path);

@@ -78,8 +78,8 @@ TEST_F(DatabaseTest, UpsertsAreIdempotent) {
   // Formatting does not change a schedule's identity.
   int64_t schedule = db->UpsertSchedule("spmm", "expr", TestSchedule(4));
   EXPECT_EQ(db->UpsertSchedule("spmm", "expr",
-                               "{\"threads\":2,\"order\":[\"i\",\"k\"],\"chunk\":4,"
-                               "\"format\":[\"U\",\"C\"]}"),
+                               "{\"parallel\":{\"threads\":2,\"chunk\":6,\"index\":\"i\"},"
+                               "\"loop_order\":[\"i\",\"k\"],\"format\":[\"i:U\",\"k:C\"]}"),
             schedule);
   EXPECT_NE(db->UpsertSchedule("spmv", "expr", TestSchedule(4)), schedule);
   auto found = db->FindSchedule("spmm", ScheduleHash(TestSchedule(4)));
@@ -376,10 +376,18 @@ TEST(DatabaseHelpers, CanonicalForms) {
   EXPECT_EQ(DenseSizesFromText("{\"k\":256,\"l\":16}"), (DenseSizes{{"k", 256}, {"l", 16}}));
   EXPECT_THROW(DenseSizesFromText("[1]"), InputError);
   EXPECT_THROW(DenseSizesFromText("{\"k\":1.5}"), InputError);
-  EXPECT_EQ(CanonicalScheduleJson("{ \"b\": 1,\n \"a\": [1, 2] }"), "{\"a\":[1,2],\"b\":1}");
-  EXPECT_EQ(ScheduleHash("{\"b\":1,\"a\":[1,2]}"), ScheduleHash("{ \"a\": [1, 2], \"b\": 1 }"));
-  EXPECT_EQ(ScheduleHash("{}").size(), 32u);
+  EXPECT_EQ(CanonicalScheduleJson("{ \"loop_order\": [\"i\"],\n \"format\": [\"i:U\"] }"),
+            "{\"format\":[\"i:U\"],\"loop_order\":[\"i\"]}");
+  EXPECT_EQ(ScheduleHash("{\"loop_order\":[\"i\"],\"format\":[\"i:U\"]}"),
+            ScheduleHash("{ \"format\": [\"i:U\"], \"loop_order\": [\"i\"] }"));
+  EXPECT_EQ(ScheduleHash(TestSchedule(1)).size(), 32u);
   EXPECT_THROW(CanonicalScheduleJson("{not json"), InputError);
+  // What is stored is a schedule: one that is not, or holds values the generated code cannot,
+  // is refused.
+  EXPECT_THROW(CanonicalScheduleJson("{\"b\": 1}"), InputError);
+  EXPECT_THROW(CanonicalScheduleJson("{\"loop_order\": [\"i\"], \"format\": [\"i:U\"], "
+                                     "\"parallel\": {\"index\": \"i\", \"chunk\": 2147483648}}"),
+               InputError);
   EXPECT_EQ(ParseDType("f64"), DType::kF64);
   EXPECT_THROW(ParseDType("f16"), InputError);
 }

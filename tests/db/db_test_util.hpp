@@ -55,9 +55,11 @@ inline MatrixRecord TestMatrix(int index) {
   return matrix;
 }
 
+// A valid schedule per index from -1 on (its chunk is index + 2).
 inline std::string TestSchedule(int index) {
-  return "{\"format\": [\"U\", \"C\"], \"chunk\": " + std::to_string(index) +
-         ", \"order\": [\"i\", \"k\"], \"threads\": 2}";
+  return "{\"format\": [\"i:U\", \"k:C\"], \"loop_order\": [\"i\", \"k\"], "
+         "\"parallel\": {\"index\": \"i\", \"chunk\": " +
+         std::to_string(index + 2) + ", \"threads\": 2}}";
 }
 
 inline TuningKey SpmmKey(const std::string& fingerprint, int64_t machine_id) {

@@ -182,11 +182,11 @@ TEST_F(MergeExportTest, ExportsOneLinePerWinner) {
   EXPECT_EQ(first["dense"], nlohmann::json({{"j", 256}}));
   EXPECT_DOUBLE_EQ(first["time_ms"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(first["fixed_csr_ms"].get<double>(), 2.5);
-  EXPECT_EQ(first["schedule"]["chunk"], 0);
+  EXPECT_EQ(first["schedule"]["parallel"]["chunk"], 2);
   EXPECT_TRUE(lines[1]["fixed_csr_ms"].is_null());
   EXPECT_EQ(lines[2]["kernel"], "spmv");
   EXPECT_EQ(lines[2]["dense"], nlohmann::json::object());
-  EXPECT_EQ(lines[2]["schedule"]["chunk"], 9);
+  EXPECT_EQ(lines[2]["schedule"]["parallel"]["chunk"], 11);
 
   // "-" writes the same lines to stdout; measurements and winners in one call.
   r = RunCli({"db", "export", "--db", Path("w.db"), "--winners", "-"});

@@ -32,6 +32,8 @@ TimingOptions Counts(int warmup, int min_reps, int max_reps) {
   o.min_reps = min_reps;
   o.max_reps = max_reps;
   o.min_total_ms = 0;
+  // Counted runs: a disturbed timing made again would add runs (TimingDisturbance covers it).
+  o.disturbance_retries = 0;
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "cli/cli_support.hpp"
 #include "ir/kernels.hpp"
@@ -33,8 +34,18 @@ class Verification : public ::testing::Test {
     const std::string wrong = change(source);
     ASSERT_NE(wrong, source);
     const CompiledKernel compiled = jit_.Compile(wrong);
-    std::filesystem::copy_file(compiled.library_path, jit_.LibraryPath(source),
+    const std::string target = jit_.LibraryPath(source);
+    std::filesystem::copy_file(compiled.library_path, target,
                                std::filesystem::copy_options::overwrite_existing);
+    // The cache loads an object only under the key its trailer names (the last 64 bytes: a
+    // 16-byte marker, then the 32-digit key): name the right source's key there, as a cache
+    // whose object was replaced by a wrong but well-formed one would.
+    const std::string key = std::filesystem::path(target).stem().string();
+    ASSERT_EQ(key.size(), 32u);
+    std::fstream file(target, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-48, std::ios::end);
+    file.write(key.data(), 32);
+    ASSERT_TRUE(file.good());
   }
 
   RunResult Verify(KernelRunner& runner, const Schedule& schedule) {
