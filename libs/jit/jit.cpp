@@ -293,13 +293,6 @@ CompiledKernel Jit::CompileAndLoad(const std::string& source) {
       }
       result.function = reinterpret_cast<st_kernel_fn>(dlsym(handle, SPARSETUNE_KERNEL_ENTRY));
       result.handle = handle;
-      if (!result.function) {
-        dlclose(handle);
-        result.handle = nullptr;
-        rebuild = true;
-        if (attempt < 2) continue;
-        throw InternalError(result.library_path + " has no " SPARSETUNE_KERNEL_ENTRY);
-      }
       handles_[key] = handle;
       loaded_[key] = Loaded{result, Clock::now()};
     }
