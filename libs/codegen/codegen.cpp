@@ -200,6 +200,12 @@ class Emitter {
            " > st_cache_bytes();");
     }
     if (nest_.zero_output) {
+      // A complete tile stores every element when its slices divide the output's last index:
+      // then nothing needs clearing.
+      if (const Tile* tile = TileWritingWholeOutput()) {
+        const std::string& j = tile->loop->var.index;
+        Line("if (" + D(j) + " % " + S(j) + " != 0)");
+      }
       Line("{");
       ++depth_;
       Line("const int64_t size = " + OutputSize() + ";");
@@ -501,6 +507,40 @@ class Emitter {
     Line("}");
   }
 
+  static int CountOutputWrites(const NestNode& n) {
+    int writes = (n.kind == NestNode::Kind::kCompute || n.kind == NestNode::Kind::kReduce) &&
+                         n.lhs.tensor == 0 && n.lhs.temp < 0
+                     ? 1
+                     : 0;
+    for (const auto& c : n.children) writes += CountOutputWrites(*c);
+    return writes;
+  }
+  // A register tile: the slice of the output that loop `loop` (j0) covers, held in `count`
+  // vectors of `bytes` bytes while reduction loop `owner` runs.
+  struct Tile {
+    const NestNode* owner = nullptr;
+    const NestNode* loop = nullptr;
+    int64_t size = 0;                // the split of j
+    bool gathers = false;            // an array of `size` elements rather than vectors
+    bool complete = false;           // stored once (see NestNode::tile_complete)
+    bool covers_output = false;      // NestNode::tile_covers_output
+    const NestNode* rows = nullptr;  // a slice per row of this loop (NestNode::tile_rows)
+    std::string name;
+    // The tile's element for vector g: "tile0[g]", or "tile0[i0n][g]" over rows.
+    std::string At(const std::string& g) const { return name + row_subscript + "[" + g + "]"; }
+    std::string row_subscript;
+    // Vector tiles: the vector type and, as C expressions, its lanes and how many there are.
+    std::string vec, lanes, count;
+  };
+  // The complete tile that is the output's only writer, whose slices run along its last index.
+  const Tile* TileWritingWholeOutput() const {
+    if (tiles_.size() != 1 || !tiles_[0].covers_output || e_.sparse_output_prefix > 0 ||
+        CountOutputWrites(*nest_.root) != 1)
+      return nullptr;
+    const auto& out = e_.tensors[0].indices;
+    return out.back() == tiles_[0].loop->var.index ? &tiles_[0] : nullptr;
+  }
+
   bool HasCompleteTile() const {
     for (const Tile& t : tiles_) {
       if (t.complete) return true;
@@ -651,18 +691,6 @@ class Emitter {
            S(v.index) + " + " + VarName(v) + ";");
   }
 
-  // A register tile: the slice of the output that loop `loop` (j0) covers, held in `count`
-  // vectors of `bytes` bytes while reduction loop `owner` runs.
-  struct Tile {
-    const NestNode* owner = nullptr;
-    const NestNode* loop = nullptr;
-    int64_t size = 0;       // the split of j
-    bool gathers = false;   // an array of `size` elements rather than vectors
-    bool complete = false;  // stored once (see NestNode::tile_complete)
-    std::string name;
-    // Vector tiles: the vector type and, as C expressions, its lanes and how many there are.
-    std::string vec, lanes, count;
-  };
   static constexpr int64_t kMaxGatherTile = 64;
 
   void CollectTiles(const NestNode& n) {
@@ -697,10 +725,17 @@ class Emitter {
         t.count = std::to_string(bytes / width);
       }
       t.complete = n.tile_complete;
+      t.covers_output = n.tile_covers_output;
+      t.rows = n.tile_rows;
+      const int64_t rows = t.rows ? nest_.splits.at(t.rows->var.index) : 1;
       // Too narrow for a vector, or more vectors than registers hold: no tile.
-      if (!t.vec.empty() && bytes <= 16 * 64) {
+      if (!t.vec.empty() && bytes * rows <= 16 * 64) {
         t.name = "tile" + std::to_string(tiles_.size());
         tiled_indices_.insert(t.loop->var.index);
+        if (t.rows) {
+          tiled_indices_.insert(t.rows->var.index);
+          t.row_subscript = "[" + RawVarName(t.rows->var) + "]";
+        }
         tiles_.push_back(t);
       }
     }
@@ -729,6 +764,21 @@ class Emitter {
     Line("}");
   }
 
+  // The rows of a block-row tile, a loop of constant trip count the compiler unrolls (padded
+  // rows past the matrix hold zeros). It defines the whole row index; the writeback skips rows
+  // past the matrix (two scopes to close after the body).
+  void OpenTileRowLoop(const Tile& t, bool writeback) {
+    const LoopVar& v = t.rows->var;
+    Line("#pragma GCC unroll 16");
+    Line("for (int64_t " + VarName(v) + " = 0; " + VarName(v) + " < " + S(v.index) + "; ++" +
+         VarName(v) + ") {");
+    ++depth_;
+    Line("const int64_t " + I(v.index) + " = " + Outer(v.index) + " * " + S(v.index) + " + " +
+         VarName(v) + ";");
+    Line(writeback ? "if (" + I(v.index) + " < " + D(v.index) + ") {" : "{");
+    ++depth_;
+  }
+
   void EmitLoop(const NestNode& n) {
     const Tile* tile = TileOwnedBy(n);
     if (!tile) {
@@ -742,6 +792,9 @@ class Emitter {
     ++depth_;
     if (tile->gathers) {
       Line("value_t " + tile->name + "[" + std::to_string(tile->size) + "] = {};");
+    } else if (tile->rows) {
+      Line(tile->vec + " " + tile->name + "[" + S(tile->rows->var.index) + "][" + tile->count +
+           "] = {};");
     } else {
       Line(tile->vec + " " + tile->name + "[" + tile->count + "] = {};");
     }
@@ -760,16 +813,21 @@ class Emitter {
       Line("}");
     }
     if (!tile->gathers) {
+      if (tile->rows) OpenTileRowLoop(*tile, /*writeback=*/true);
       OpenTileVectorLoop(*tile);
       if (!tile->complete) {
-        Line("*(" + tile->vec + "*)&" + Address(compute.lhs) + " += " + tile->name + "[g];");
+        Line("*(" + tile->vec + "*)&" + Address(compute.lhs) + " += " + tile->At("g") + ";");
       } else if (tile->vec == "st_vec") {
-        Line("st_store((st_vec*)&" + Address(compute.lhs) + ", " + tile->name +
-             "[g], st_stream_output);");
+        Line("st_store((st_vec*)&" + Address(compute.lhs) + ", " + tile->At("g") +
+             ", st_stream_output);");
       } else {
-        Line("*(" + tile->vec + "*)&" + Address(compute.lhs) + " = " + tile->name + "[g];");
+        Line("*(" + tile->vec + "*)&" + Address(compute.lhs) + " = " + tile->At("g") + ";");
       }
       CloseLoop();
+      if (tile->rows) {
+        CloseLoop();
+        CloseLoop();
+      }
     }
     --depth_;
     Line("} else {");
@@ -814,7 +872,7 @@ class Emitter {
       product +=
           (product.empty() ? "" : " * ") + std::string("*(const ") + tile.vec + "*)&" + Address(f);
     }
-    Line(tile.name + "[g] += " + product + ";");
+    Line(tile.At("g") + " += " + product + ";");
     CloseLoop();
     hoisted_loop_ = nullptr;
     --depth_;
@@ -824,6 +882,19 @@ class Emitter {
   void EmitLoopPlain(const NestNode& n) {
     if (active_tile_ && active_tile_->loop == &n) {
       EmitTileUpdate(n);
+      return;
+    }
+    if (active_tile_ && active_tile_->rows == &n) {
+      // Every row of the block, padded ones included (their values are zero): a constant trip
+      // count keeps the tile in registers.
+      const std::string var = VarName(n.var);
+      Line("#pragma GCC unroll 16");
+      Line("for (int64_t " + var + " = 0; " + var + " < " + S(n.var.index) + "; ++" + var + ") {");
+      ++depth_;
+      EmitIterationPrologue(n);
+      EmitNode(*n.children[0]);
+      --depth_;
+      Line("}");
       return;
     }
     if (n.vector_reduction && !n.parallel) {

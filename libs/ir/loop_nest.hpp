@@ -80,6 +80,13 @@ struct NestNode {
   // The tile holds the whole reduction of its output slice (no reduction loop encloses this
   // one): the slice is stored once, not added to a cleared output.
   bool tile_complete = false;
+  // A tile over rows too: this loop, over the inner part of a split output index between the
+  // reduction and `tile_loop` (the rows of a block row, a U level of the sparse operand), holds
+  // one slice per row, so each load of the gathered operand serves every row of the block.
+  const NestNode* tile_rows = nullptr;
+  // A complete tile under loops that visit every output row (dense or U levels, no compressed
+  // ones that skip empty rows): with whole slices it writes every element of the output.
+  bool tile_covers_output = false;
   std::vector<int> thread_temps;  // parallel loops: temporaries allocated per thread
   std::vector<int> reductions;    // parallel loops: accumulators declared outside, summed inside
   // > 0: at the start of each iteration, clear the output slice whose first `zero_prefix`

@@ -781,8 +781,21 @@ class Lowerer {
         contiguous &=
             f.tensor > 0 && f.tensor != e_.sparse && nest_->StorageIndices(f.tensor).back() == j;
       }
+      // Rows of a block row between the reduction and the slice: a U level over the inner part
+      // of another output index, small enough to keep a slice per row in registers.
+      int above = static_cast<int>(site.loops.size()) - 2;
+      NestNode* rows = nullptr;
+      if (contiguous && above >= 0) {
+        NestNode* r = site.loops[above];
+        if (r->loop_kind == LoopKind::kLevelU && r->sliced_level < 0 &&
+            r->var.part == SplitPart::kInner && r->var.index != j &&
+            Contains(c->lhs.indices, r->var.index) && nest_->splits.at(r->var.index) <= 8) {
+          rows = r;
+          --above;
+        }
+      }
       NestNode* reduction = nullptr;
-      for (int k = static_cast<int>(site.loops.size()) - 2; k >= 0; --k) {
+      for (int k = above; k >= 0; --k) {
         NestNode* l = site.loops[k];
         if (Contains(c->lhs.indices, l->var.index)) break;
         reduction = l;
@@ -803,6 +816,13 @@ class Lowerer {
         complete &= Contains(c->lhs.indices, l->var.index);
       }
       reduction->tile_complete = complete && contiguous;
+      reduction->tile_rows = rows;
+      bool every_row = true;
+      for (NestNode* l : site.loops) {
+        if (l == reduction) break;
+        every_row &= l->loop_kind == LoopKind::kDense || l->loop_kind == LoopKind::kLevelU;
+      }
+      reduction->tile_covers_output = reduction->tile_complete && every_row;
     }
   }
 
@@ -855,8 +875,9 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
                              : "") +
              (n.group > 1 ? ", groups of " + std::to_string(n.group) : "") +
              (n.prefetch > 0 ? ", prefetch " + std::to_string(n.prefetch) + " ahead" : "") +
-             (n.tile_loop ? ", " + n.tile_loop->var.name + " slice in registers" +
-                                (n.tile_complete ? ", stored once" : "")
+             (n.tile_loop ? ", " + n.tile_loop->var.name + " slice" +
+                                (n.tile_rows ? " per " + n.tile_rows->var.name : "") +
+                                " in registers" + (n.tile_complete ? ", stored once" : "")
                           : "") +
              "]\n";
       if (n.zero_prefix > 0)

@@ -55,6 +55,16 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
          {"parallel", {{"index", "i"}, {"chunk", 1}, {"threads", 1}, {"partition", "balanced"}}},
          {"unroll", 4},
          {"narrow_coordinates", true}});
+    // Column segments for wide matrices (graphs): each segment's slice of x (64k values)
+    // stays in L2 while every row with entries in it is visited; rows without any are skipped.
+    constexpr int64_t kSegment = 65536;
+    if (sizes.at("k") >= 4 * kSegment) {
+      schedules.push_back({{"splits", {{"k", kSegment}}},
+                           {"loop_order", {"k1", "i", "k0"}},
+                           {"format", {"k1:U", "i:C", "k0:C"}},
+                           {"parallel", Balanced("i")},
+                           {"narrow_coordinates", true}});
+    }
     for (int lanes : {8, 16}) {
       if (sizes.at("i") < 2 * lanes) continue;
       schedules.push_back({{"splits", {{"i", lanes}}},
@@ -76,6 +86,18 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
                              {"narrow_coordinates", true},
                              {"prefetch", prefetch}});
       }
+    }
+    // Block rows of 2 and 4 (rows of a block share their columns, padded with zeros): a tile of
+    // each row's slice in registers, so each slice of B serves every row of the block.
+    for (auto [rows, width] :
+         {std::pair<int64_t, int64_t>{2, 32}, std::pair<int64_t, int64_t>{4, 16}}) {
+      const int64_t j = SplitUpTo(sizes.at("j"), width);
+      if (j < 4 || sizes.at("i") < 2 * rows) continue;
+      schedules.push_back({{"splits", {{"i", rows}, {"j", j}}},
+                           {"loop_order", {"i1", "j1", "k", "i0", "j0"}},
+                           {"format", {"i1:U", "k:C", "i0:U"}},
+                           {"parallel", Balanced("i1")},
+                           {"narrow_coordinates", true}});
     }
   } else if (kernel == "sddmm" || kernel == "sddmm_nt") {
     // A dot product per nonzero, four nonzeros of a row at a time sharing each load of B's row
