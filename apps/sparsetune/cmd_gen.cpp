@@ -35,6 +35,9 @@ struct CommonOptions {
 struct GenOptions {
   CommonOptions common;
   std::string rows, cols, nnz, nblocks, bandwidth, block, nx, ny, nz, dims, file, nm = "2:4";
+  std::string vertices, edges;
+  int scale = 0, edge_factor = 16;
+  double exponent = 2.1;
   double density = 0, fill = 1.0, a = 0.57, b = 0.19, c = 0.19, diag_fraction = 0.5, alpha = 0.8;
   double row_variation = 0.5, col_variation = 0.5;
   int offdiagonals = 4;
@@ -190,6 +193,66 @@ void RegisterMatrixKinds(CLI::App* gen) {
                   Setting("nnz", std::to_string(p.nnz)) + Setting("a", p.a) + Setting("b", p.b) +
                   Setting("c", p.c) + (p.shuffle ? "shuffle" : ""),
               p.nnz, [p] { return GeneratePowerLaw(p); });
+    });
+  }
+  {
+    auto o = std::make_shared<GenOptions>();
+    CLI::App* sub = AddKind(
+        gen, "graph500",
+        "Graph500 graph: an undirected R-MAT graph of 2^scale vertices, edge-factor * 2^scale "
+        "pairs drawn with quadrant probabilities a, b, c (self loops and duplicates dropped), "
+        "stored as a symmetric adjacency matrix with its vertices relabelled at random",
+        *o);
+    sub->add_option("--scale", o->scale, "Vertices: 2^scale")->required()->check(CLI::Range(1, 30));
+    sub->add_option("--edge-factor", o->edge_factor, "Pairs drawn per vertex")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    sub->add_option("--a", o->a, "Top-left quadrant probability")->capture_default_str();
+    sub->add_option("--b", o->b, "Top-right quadrant probability")->capture_default_str();
+    sub->add_option("--c", o->c, "Bottom-left quadrant probability")->capture_default_str();
+    sub->callback([o] {
+      GraphParams p;
+      SetCommon(p, o->common);
+      p.model = GraphModel::kGraph500;
+      p.vertices = int64_t(1) << o->scale;
+      p.edges = p.vertices * o->edge_factor;
+      p.a = o->a;
+      p.b = o->b;
+      p.c = o->c;
+      Produce("graph500", o->common,
+              Setting("scale", std::to_string(o->scale)) +
+                  Setting("edge-factor", std::to_string(o->edge_factor)) + Setting("a", p.a) +
+                  Setting("b", p.b) + Setting("c", p.c),
+              0, [p] { return GenerateGraph(p); });
+    });
+  }
+  {
+    auto o = std::make_shared<GenOptions>();
+    CLI::App* sub = AddKind(
+        gen, "chung-lu",
+        "Power-law degree graph (Chung-Lu): an undirected graph whose expected degrees follow "
+        "degree ~ rank^(-1/(exponent-1)), as in SNAP's social and web graphs; --edges pairs "
+        "drawn, self loops and duplicates dropped, vertices relabelled at random",
+        *o);
+    sub->add_option("--vertices", o->vertices, std::string("Vertices") + kCountHelp)
+        ->type_name("COUNT")
+        ->required();
+    sub->add_option("--edges", o->edges, std::string("Endpoint pairs drawn") + kCountHelp)
+        ->type_name("COUNT")
+        ->required();
+    sub->add_option("--exponent", o->exponent, "Exponent of the degree distribution")
+        ->capture_default_str();
+    sub->callback([o] {
+      GraphParams p;
+      SetCommon(p, o->common);
+      p.model = GraphModel::kChungLu;
+      p.vertices = Count(o->vertices, "vertices");
+      p.edges = Count(o->edges, "edges");
+      p.exponent = o->exponent;
+      Produce("chung-lu", o->common,
+              Setting("vertices", std::to_string(p.vertices)) +
+                  Setting("edges", std::to_string(p.edges)) + Setting("exponent", p.exponent),
+              0, [p] { return GenerateGraph(p); });
     });
   }
   {

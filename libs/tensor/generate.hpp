@@ -49,6 +49,24 @@ struct PowerLawParams : GenerateCommon {
 };
 CooTensor GeneratePowerLaw(const PowerLawParams& params);
 
+// Graphs: the symmetric adjacency matrix of an undirected graph without self loops, vertices
+// relabelled by one random permutation (rows and columns alike), `edges` endpoint pairs drawn
+// (duplicates and self loops dropped, so fewer distinct edges remain). Two models:
+//  - kGraph500: R-MAT as the Graph500 benchmark specifies it: 2^scale vertices,
+//    edge_factor * 2^scale pairs, quadrant probabilities a, b, c (0.57, 0.19, 0.19).
+//  - kChungLu: expected degrees following a power law, vertex r of weight (r + 1)^(-1 /
+//    (exponent - 1)), each endpoint drawn in proportion to its weight: the heavy-tailed degree
+//    distribution of SNAP's social and web graphs (exponent about 2 to 3).
+enum class GraphModel { kGraph500, kChungLu };
+struct GraphParams : GenerateCommon {
+  GraphModel model = GraphModel::kGraph500;
+  int64_t vertices = 0;  // Graph500: a power of two
+  int64_t edges = 0;     // endpoint pairs drawn
+  double a = 0.57, b = 0.19, c = 0.19;
+  double exponent = 2.1;
+};
+CooTensor GenerateGraph(const GraphParams& params);
+
 // Entries with |j - d(i)| <= bandwidth, d(i) = floor(i * cols / rows) (the diagonal, scaled
 // for rectangular matrices), each kept with probability fill.
 struct BandedParams : GenerateCommon {

@@ -1,5 +1,6 @@
 // Randomly scattered patterns: uniform and R-MAT matrices, uniform and power-law tensors.
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -187,6 +188,101 @@ CooTensor GeneratePowerLaw(const PowerLawParams& p) {
     c[1] = p.shuffle ? col_label[j] : static_cast<int32_t>(j);
   };
   CooTensor t = DistinctEntries(dims, p.nnz, p.seed, draw, MaxSkewedDraws(p.nnz));
+  gen::FillValues(t, p.seed, p.pattern);
+  return t;
+}
+
+CooTensor GenerateGraph(const GraphParams& p) {
+  gen::CheckDimension(p.vertices, "vertices");
+  if (p.vertices < 2) throw InputError("a graph needs at least 2 vertices");
+  if (p.edges <= 0)
+    throw InputError("edges must be positive (got " + std::to_string(p.edges) + ")");
+  // Each drawn pair is stored both ways.
+  gen::CheckEntryBudget(2.0 * double(p.edges));
+  int scale = 0;
+  while ((int64_t(1) << scale) < p.vertices) ++scale;
+  if (p.model == GraphModel::kGraph500 && (int64_t(1) << scale) != p.vertices)
+    throw InputError("Graph500 graphs have 2^scale vertices (got " + std::to_string(p.vertices) +
+                     ")");
+  const double d = 1.0 - p.a - p.b - p.c;
+  if (p.model == GraphModel::kGraph500 && (!(p.a >= 0 && p.b >= 0 && p.c >= 0) || d < -1e-12))
+    throw InputError("R-MAT probabilities a, b, c must be non-negative with a + b + c <= 1");
+  if (p.model == GraphModel::kChungLu && !(p.exponent > 1.0 && p.exponent <= 10.0))
+    throw InputError("the degree exponent must be in (1, 10] (got " + std::to_string(p.exponent) +
+                     ")");
+  // Chung-Lu: the cumulative weights, endpoints by binary search on a uniform draw.
+  std::vector<double> cumulative;
+  if (p.model == GraphModel::kChungLu) {
+    cumulative.resize(p.vertices);
+    double total = 0;
+    for (int64_t r = 0; r < p.vertices; ++r) {
+      total += std::pow(double(r + 1), -1.0 / (p.exponent - 1.0));
+      cumulative[r] = total;
+    }
+    for (double& x : cumulative) x /= total;
+  }
+  auto threshold = [](double prob) {
+    return static_cast<uint64_t>(std::min(1.0, std::max(0.0, prob)) * 4294967296.0);
+  };
+  const uint64_t t_a = threshold(p.a), t_ab = threshold(p.a + p.b),
+                 t_abc = threshold(p.a + p.b + p.c);
+  auto endpoint = [&](Rng& rng) -> int64_t {
+    const double u = rng.Unit();
+    const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), u);
+    return std::min<int64_t>(it - cumulative.begin(), p.vertices - 1);
+  };
+  auto draw_pair = [&](Rng& rng, int64_t* i, int64_t* j) {
+    if (p.model == GraphModel::kChungLu) {
+      *i = endpoint(rng);
+      *j = endpoint(rng);
+      return;
+    }
+    uint64_t r = 0, c = 0, word = 0;
+    for (int l = 0; l < scale; ++l) {
+      if ((l & 1) == 0) word = rng.Next();
+      const uint64_t u = (l & 1) ? (word >> 32) : (word & 0xffffffffULL);
+      const uint64_t ge_a = u >= t_a, ge_ab = u >= t_ab, ge_abc = u >= t_abc;
+      r = (r << 1) | ge_ab;
+      c = (c << 1) | (ge_a ^ ge_ab ^ ge_abc);
+    }
+    *i = static_cast<int64_t>(r);
+    *j = static_cast<int64_t>(c);
+  };
+  // Chunks of pairs from their own streams: the same graph whatever the thread count.
+  constexpr int64_t kChunk = int64_t(1) << 20;
+  const int64_t chunks = (p.edges + kChunk - 1) / kChunk;
+  const std::vector<int32_t> label = gen::RandomPermutation(p.vertices, p.seed, 0);
+  CooTensor t;
+  t.Reset({p.vertices, p.vertices});
+  t.coords[0].resize(2 * p.edges);
+  t.coords[1].resize(2 * p.edges);
+  std::vector<uint8_t> keep(p.edges, 0);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    Rng rng(p.seed, gen::kStreamPattern, uint64_t(ch));
+    for (int64_t e = ch * kChunk; e < std::min(p.edges, (ch + 1) * kChunk); ++e) {
+      int64_t i = 0, j = 0;
+      draw_pair(rng, &i, &j);
+      if (i == j) continue;
+      keep[e] = 1;
+      t.coords[0][2 * e] = t.coords[1][2 * e + 1] = label[i];
+      t.coords[1][2 * e] = t.coords[0][2 * e + 1] = label[j];
+    }
+  }
+  int64_t out = 0;
+  for (int64_t e = 0; e < p.edges; ++e) {
+    if (!keep[e]) continue;
+    for (int k = 0; k < 2; ++k) {
+      t.coords[0][out] = t.coords[0][2 * e + k];
+      t.coords[1][out] = t.coords[1][2 * e + k];
+      ++out;
+    }
+  }
+  t.coords[0].resize(out);
+  t.coords[1].resize(out);
+  t.values.assign(out, 1.0);
+  t.Canonicalize();
+  t.duplicates_summed = 0;
   gen::FillValues(t, p.seed, p.pattern);
   return t;
 }

@@ -332,6 +332,44 @@ TEST(PowerLaw, TooConcentratedStopsShort) {
 
 // --- banded ---------------------------------------------------------------------------------
 
+// Graphs: symmetric adjacency without self loops, deterministic, heavy-tailed degrees.
+TEST(Graph, Graph500AndChungLuAreSymmetricSkewedAndReproducible) {
+  for (GraphModel model : {GraphModel::kGraph500, GraphModel::kChungLu}) {
+    SCOPED_TRACE(model == GraphModel::kGraph500 ? "graph500" : "chung-lu");
+    GraphParams p;
+    p.model = model;
+    p.vertices = 4096;
+    p.edges = 16 * 4096;
+    const CooTensor t = GenerateGraph(p);
+    ExpectWellFormed(t);
+    // Self loops and duplicate pairs are dropped, so fewer than twice the pairs remain.
+    EXPECT_GT(t.nnz(), p.edges);
+    EXPECT_LE(t.nnz(), 2 * p.edges);
+    std::set<std::pair<int32_t, int32_t>> entries;
+    for (int64_t e = 0; e < t.nnz(); ++e) {
+      ASSERT_NE(t.coords[0][e], t.coords[1][e]);
+      entries.insert({t.coords[0][e], t.coords[1][e]});
+    }
+    for (const auto& [i, j] : entries) ASSERT_TRUE(entries.count({j, i})) << i << " " << j;
+    const std::vector<int64_t> degree = RowCounts(t);
+    const double mean = double(t.nnz()) / 4096;
+    EXPECT_GT(*std::max_element(degree.begin(), degree.end()), 10 * mean);
+    // Relabelled: the hubs are not the first rows.
+    const int64_t hub = std::max_element(degree.begin(), degree.end()) - degree.begin();
+    EXPECT_NE(hub, 0);
+    EXPECT_EQ(PatternFingerprint(GenerateGraph(p)), PatternFingerprint(t));
+    p.seed = 2;
+    EXPECT_NE(PatternFingerprint(GenerateGraph(p)), PatternFingerprint(t));
+  }
+  GraphParams bad;
+  bad.vertices = 1000;  // not a power of two
+  bad.edges = 100;
+  EXPECT_THROW(GenerateGraph(bad), InputError);
+  bad.model = GraphModel::kChungLu;
+  bad.exponent = 1.0;
+  EXPECT_THROW(GenerateGraph(bad), InputError);
+}
+
 TEST(Banded, WithinBandAndFull) {
   BandedParams p;
   p.rows = p.cols = 1000;
