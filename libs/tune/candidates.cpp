@@ -73,6 +73,17 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
                            {"parallel", Balanced("i1")},
                            {"narrow_coordinates", true}});
     }
+    // SELL-C-sigma with rows sorted by length (a degree ordering, symmetric on square
+    // matrices): slices of similar rows pad little, and on graphs the hubs' entries of x sit
+    // together; unsorted, the slices of a power-law matrix are mostly padding.
+    if (sizes.at("i") >= 4096) {
+      schedules.push_back({{"splits", {{"i", 8}}},
+                           {"loop_order", {"i1", "k", "i0"}},
+                           {"format", {"i1:U", "k:S", "i0:U"}},
+                           {"parallel", Balanced("i1")},
+                           {"narrow_coordinates", true},
+                           {"ordering", "degree"}});
+    }
   } else if (kernel == "spmm") {
     // Register tiles of B's rows; the 64-wide one also prefetches the slices of B it gathers.
     for (int64_t tile : {64, 128}) {
