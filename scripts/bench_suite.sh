@@ -5,7 +5,8 @@
 # nonzeros (stencils, band, uniform, R-MAT in file and random order, 4x4 blocks, a pruned
 # network layer, diagonals, resizes of two real matrices), whose dense operands at width 256
 # pass the last-level cache; "large", generated DRAM-resident ones for spmv (10M+ nonzeros:
-# uniform, power law, banded, blocked, and resizes of real matrices). Each matrix is tuned
+# uniform, power law, banded, blocked, and resizes of real matrices); "graphs", Graph500 and
+# Chung-Lu graphs with random vertex labels (4M-20M nonzeros). Each matrix is tuned
 # (`sparsetune tune`, into a suite
 # database), then benchmarked (`sparsetune bench --csv`): FixedCSR, the heuristic schedules,
 # the tuned winner, the libraries and the textbook kernels, timed together.
@@ -21,7 +22,9 @@
 #   --kernels "spmv spmm sddmm sddmm_nt"
 #                                 kernels (default all four; all but spmv on matrices up to
 #                                 --dense-max-nnz nonzeros)
-#   --sets "shared mid large"     which sets (default all three)
+#   --sets "shared mid large graphs"
+#                                 which sets (default all four; graphs: Graph500 and
+#                                 Chung-Lu graphs of 4M-20M nonzeros)
 #   --quick                       the shared set only
 #   --large-nnz N                 nonzeros of the generated matrices (default 20M)
 #   --dense-max-nnz N             largest matrix for spmm and sddmm (default 2M)
@@ -33,7 +36,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm sddmm_nt"
-sets="shared mid large"
+sets="shared mid large graphs"
 summary_only=0
 large_nnz=20000000
 dense_max=2000000
@@ -108,6 +111,16 @@ if in_sets large; then
     side=$(( real_rows * large_nnz / real_nnz ))
     generate "${real}_resize" resize "$shared/matrices/$real.mtx" --rows "$side" --cols "$side" --seed 15
   done
+fi
+
+if in_sets graphs; then
+  # Graphs with random vertex labels, as collections and generators deliver them: Graph500
+  # R-MAT (scales 18 and 19: 4M and 15M nonzeros stored both ways) and power-law expected
+  # degrees (Chung-Lu, exponent 2.1, as SNAP's social graphs).
+  generate graph500_s18 graph500 --scale 18 --edge-factor 8 --seed 16
+  generate graph500_s19 graph500 --scale 19 --edge-factor 16 --seed 17
+  generate chung_lu_1m chung-lu --vertices 1M --edges 5M --exponent 2.1 --seed 18
+  generate chung_lu_2m chung-lu --vertices 2M --edges 10M --exponent 2.3 --seed 19
 fi
 
 echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags" > "$csv"
