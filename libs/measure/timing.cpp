@@ -129,29 +129,33 @@ class RoundProbe {
   std::vector<int64_t> last_;
 };
 
-// Why an attempt's times cannot be trusted, or "": a contender whose median run is far above
-// its fastest, or the timing threads waiting for a CPU over kBusyWaitShare of their time (where
-// the kernel does not report that: the probe's region slow in over a quarter of the rounds).
+// Why an attempt's times cannot be trusted, or "": the timing threads waiting for a CPU over
+// kBusyWaitShare of their time, or a contender whose median run is far above its fastest while
+// they waited at all (over kSpreadWaitShare). Where the kernel reports no waits, the spread
+// alone decides, and the probe's region slow in over a quarter of the rounds. A spread with no
+// waiting is the kernel's own (DRAM-bound runs on a quiet machine vary that much), not
+// another process's.
 std::string Disturbance(const std::vector<std::vector<double>>& samples, const ProbeLog& probe,
                         const TimingOptions& options) {
-  for (const auto& runs : samples) {
-    if (runs.size() < 5) continue;
-    const double fastest = *std::min_element(runs.begin(), runs.end());
-    const double median = Median(runs);
-    if (median > options.disturbed_spread * fastest &&
-        median - fastest > options.disturbed_excess_ms)
-      return Format("a contender's median run (%.4g ms) was %.1fx its fastest (%.4g ms)", median,
-                    median / fastest, fastest);
+  const double share =
+      probe.delay_known && probe.thread_ms > 0 ? probe.waited_ms / probe.thread_ms : 0;
+  if (probe.delay_known && share > kBusyWaitShare)
+    return Format(
+        "other processes held the cores: the timing threads waited for a CPU %.0f%% of the time "
+        "(%.0f ms)",
+        100 * share, probe.waited_ms);
+  if (!probe.delay_known || share > kSpreadWaitShare) {
+    for (const auto& runs : samples) {
+      if (runs.size() < 5) continue;
+      const double fastest = *std::min_element(runs.begin(), runs.end());
+      const double median = Median(runs);
+      if (median > options.disturbed_spread * fastest &&
+          median - fastest > options.disturbed_excess_ms)
+        return Format("a contender's median run (%.4g ms) was %.1fx its fastest (%.4g ms)", median,
+                      median / fastest, fastest);
+    }
   }
-  if (probe.delay_known) {
-    const double share = probe.thread_ms > 0 ? probe.waited_ms / probe.thread_ms : 0;
-    if (share > kBusyWaitShare)
-      return Format(
-          "other processes held the cores: the timing threads waited for a CPU %.0f%% of the time "
-          "(%.0f ms)",
-          100 * share, probe.waited_ms);
-    return "";
-  }
+  if (probe.delay_known) return "";
   const auto& regions = probe.region_us;
   const auto busy = std::count_if(regions.begin(), regions.end(),
                                   [](double us) { return us > kBusyParallelRegionMicros; });

@@ -21,11 +21,12 @@ struct TimingOptions {
   // leaves, its median from the runs it made (its first run when it leaves in warm-up).
   double drop_slower_than = 0;
   // A busy machine (another process holding the cores) makes times meaningless. A timing is
-  // disturbed when a contender's median run is over disturbed_spread times its fastest and
-  // slower by more than disturbed_excess_ms, or when the timing threads, probed between rounds,
-  // waited for a CPU over kBusyWaitShare of their time (where the kernel does not report that:
-  // when an empty parallel region of every thread took over kBusyParallelRegionMicros in more
-  // than a quarter of the rounds). A disturbed timing is made again from the start (warm-up
+  // disturbed when the timing threads, probed between rounds, waited for a CPU over
+  // kBusyWaitShare of their time, or when a contender's median run is over disturbed_spread
+  // times its fastest and slower by more than disturbed_excess_ms while they waited over
+  // kSpreadWaitShare (where the kernel does not report waits: the spread alone, or an empty
+  // parallel region of every thread over kBusyParallelRegionMicros in more than a quarter of
+  // the rounds). A disturbed timing is made again from the start (warm-up
   // included) up to disturbance_retries more times; the result says whether the last one was
   // still disturbed.
   int disturbance_retries = 2;
@@ -74,5 +75,8 @@ constexpr double kBusyParallelRegionMicros = 20;
 // The timing threads waiting for a CPU over this share of their time: other processes hold
 // the cores (on a quiet machine it is well under 1%).
 constexpr double kBusyWaitShare = 0.1;
+// A wide spread of a contender's runs counts as disturbance only with this share of waiting
+// (where the kernel reports waits).
+constexpr double kSpreadWaitShare = 0.02;
 
 }  // namespace sparsetune
