@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (in their own build directory) and runs each reader
-# fuzzer for the given number of seconds, both at once. New corpus entries are kept under the
-# build directory; crashes, leaks and timeouts are written to its artifacts/ folder.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 s, fuzz_matrix_market fuzz_tns)
+# Builds the libFuzzer targets with clang (in their own build directory) and runs each fuzzer
+# for the given number of seconds, all at once. New corpus entries are kept under the build
+# directory; crashes, leaks and timeouts are written to its artifacts/ folder.
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 s, fuzz_matrix_market fuzz_tns;
+#        the others: fuzz_schedule_json fuzz_db_import)
 # Environment: SPARSETUNE_FUZZ_BUILD_DIR (default build-fuzz/), FUZZ_MAX_LEN (default 4096).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,11 +27,16 @@ for target in "${targets[@]}"; do
   corpus=$build/corpus/$name
   artifacts=$build/artifacts/$name
   mkdir -p "$corpus" "$artifacts"
+  # Extra seeds: the readers' bad inputs, the hostile schedules and imports.
+  case $name in
+    matrix_market|tns) extra=$root/tests/data/bad_inputs ;;
+    *) extra=$root/tests/data/hostile ;;
+  esac
   echo "fuzz: $target for $seconds s (corpus $corpus)" >&2
   "$build/fuzz/$target" -max_total_time="$seconds" -max_len="${FUZZ_MAX_LEN:-4096}" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -dict="$root/fuzz/$name.dict" \
     -artifact_prefix="$artifacts/" "$corpus" "$root/fuzz/seeds/$name" \
-    "$root/tests/data/bad_inputs" >"$build/$target.log" 2>&1 &
+    "$extra" >"$build/$target.log" 2>&1 &
   pids+=($!)
 done
 status=0
