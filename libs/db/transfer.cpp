@@ -212,22 +212,37 @@ class RecordApplier {
  private:
   [[noreturn]] void Fail(const std::string& cause) { throw InputError(source_, line_, cause); }
 
+  // A whole number in [lo, hi]: a float or one out of range is refused by name (converting it
+  // would be undefined).
+  int64_t Whole(const Json& value, const char* field, int64_t lo = INT64_MIN,
+                int64_t hi = INT64_MAX) {
+    bool ok = value.is_number_integer();
+    if (ok && value.is_number_unsigned()) ok = value.get<uint64_t>() <= static_cast<uint64_t>(hi);
+    int64_t n = 0;
+    if (ok && !value.is_number_unsigned()) n = value.get<int64_t>();
+    if (ok && value.is_number_unsigned()) n = static_cast<int64_t>(value.get<uint64_t>());
+    if (!ok || n < lo || n > hi)
+      Fail(std::string("\"") + field + "\" must be a whole number from " + std::to_string(lo) +
+           " to " + std::to_string(hi) + ", not " + value.dump());
+    return n;
+  }
+
   void ApplyHeader(const Json& header) {
     if (!header.is_object() || header.value("format", "") != kFormat)
       Fail(std::string("not a sparsetune measurements file (expected a \"") + kFormat +
            "\" header)");
-    int version = header.at("version").get<int>();
+    int version = static_cast<int>(Whole(header.at("version"), "version", 0, INT32_MAX));
     if (version > kFormatVersion)
       Fail("format version " + std::to_string(version) + " is newer than this sparsetune reads (" +
            std::to_string(kFormatVersion) + ")");
     for (const Json& machine : header.at("machines")) {
       MachineInfo info;
       info.cpu_model = machine.at("cpu_model").get<std::string>();
-      info.cores = machine.at("cores").get<int>();
-      info.threads = machine.at("threads").get<int>();
-      info.l1d_bytes = machine.at("l1d_bytes").get<int64_t>();
-      info.l2_bytes = machine.at("l2_bytes").get<int64_t>();
-      info.l3_bytes = machine.at("l3_bytes").get<int64_t>();
+      info.cores = static_cast<int>(Whole(machine.at("cores"), "cores", 0, INT32_MAX));
+      info.threads = static_cast<int>(Whole(machine.at("threads"), "threads", 0, INT32_MAX));
+      info.l1d_bytes = Whole(machine.at("l1d_bytes"), "l1d_bytes");
+      info.l2_bytes = Whole(machine.at("l2_bytes"), "l2_bytes");
+      info.l3_bytes = Whole(machine.at("l3_bytes"), "l3_bytes");
       info.isa = machine.value("isa", "");
       info.compiler = machine.at("compiler").get<std::string>();
       info.compiler_version = machine.at("compiler_version").get<std::string>();
@@ -235,7 +250,7 @@ class RecordApplier {
       // The key is the machine's identity where it was measured; keep it as written.
       std::string key = machine.value("key", "");
       if (key.empty()) key = MachineKey(info);
-      machines_[machine.at("id").get<int64_t>()] = FindOrInsertMachine(conn_, key, info);
+      machines_[Whole(machine.at("id"), "id")] = FindOrInsertMachine(conn_, key, info);
     }
   }
 
@@ -253,14 +268,14 @@ class RecordApplier {
     insert.Bind(1, fingerprint)
         .Bind(2, line.value("name", ""))
         .Bind(3, line.at("dims").dump())
-        .Bind(4, line.at("nnz").get<int64_t>())
+        .Bind(4, Whole(line.at("nnz"), "nnz"))
         .Bind(5, stats.is_null() ? std::string("{}") : stats.dump())
         .Bind(6, line.value("source_path", ""))
         .Run();
     Statement find = conn_.Prepare("SELECT id FROM matrices WHERE fingerprint = ?");
     find.Bind(1, fingerprint);
     if (!find.Step()) Fail("matrix row missing after insert");
-    matrices_[line.at("id").get<int64_t>()] = find.Int(0);
+    matrices_[Whole(line.at("id"), "id")] = find.Int(0);
   }
 
   void ApplySchedule(const Json& line) {
@@ -273,8 +288,8 @@ class RecordApplier {
     try {
       ParseScheduleText(canonical, "schedule");
     } catch (const InputError& e) {
-      Fail("schedule " + std::to_string(line.at("id").get<int64_t>()) + " is not valid (" +
-           e.what() + ")");
+      Fail("schedule " + std::to_string(Whole(line.at("id"), "id")) + " is not valid (" + e.what() +
+           ")");
     }
     const std::string hash = StableHashHex(canonical);
     {
@@ -290,12 +305,12 @@ class RecordApplier {
     Statement find = conn_.Prepare("SELECT id FROM schedules WHERE kernel = ? AND hash = ?");
     find.Bind(1, kernel).Bind(2, hash);
     if (!find.Step()) Fail("schedule row missing after insert");
-    schedules_[line.at("id").get<int64_t>()] = find.Int(0);
+    schedules_[Whole(line.at("id"), "id")] = find.Int(0);
   }
 
   int64_t Resolve(const std::unordered_map<int64_t, int64_t>& ids, const Json& line,
                   const char* field) {
-    int64_t id = line.at(field).get<int64_t>();
+    int64_t id = Whole(line.at(field), field);
     auto found = ids.find(id);
     if (found == ids.end()) Fail(std::string("unknown ") + field + " id " + std::to_string(id));
     return found->second;
@@ -320,7 +335,7 @@ class RecordApplier {
   }
 
   int64_t Reps(const Json& line) {
-    const int64_t reps = line.at("reps").get<int64_t>();
+    const int64_t reps = Whole(line.at("reps"), "reps");
     if (reps < 0) Fail("reps is " + std::to_string(reps) + "; it must be 0 or more");
     return reps;
   }

@@ -102,9 +102,12 @@ void ForEachNode(ScheduleNode& root, const std::function<void(ScheduleNode&)>& v
 
 using Json = nlohmann::json;
 
+// Input text in a message: cut short, with control characters and broken UTF-8 escaped so
+// the message stays one line.
 std::string Quoted(const std::string& text) {
   constexpr size_t kShown = 40;
-  return "\"" + (text.size() > kShown ? text.substr(0, kShown) + "..." : text) + "\"";
+  const std::string shown = text.size() > kShown ? text.substr(0, kShown) + "..." : text;
+  return Json(shown).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 // The JSON value as an integer in [lo, hi], or a message naming `field` and the range.

@@ -113,8 +113,9 @@ TEST_F(HostileImport, AStoredScheduleThatIsNotValidIsRefusedWhereverItIsRead) {
     opened->GetSchedule(std::stoll(id));
     ADD_FAILURE() << "a poisoned row was returned";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(db + ": stored schedule " + id + " is not a valid schedule"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find(db + ": stored schedule " + id + " is not a valid schedule"),
+        std::string::npos)
         << e.what();
   }
   TuningKey key;
@@ -123,6 +124,22 @@ TEST_F(HostileImport, AStoredScheduleThatIsNotValidIsRefusedWhereverItIsRead) {
   key.machine_id = std::stoll(RawQuery(db, "SELECT id FROM machines"));
   EXPECT_THROW(opened->FindWinner(key), InputError);
   EXPECT_THROW(opened->TopK(key, 10), InputError);
+}
+
+// A number where a whole one belongs (found by fuzz_db_import: a machine id of 3.3e41, whose
+// conversion was undefined) is refused naming the field, and nothing is stored.
+TEST_F(HostileImport, AFloatWhereAWholeNumberBelongsIsRefusedByName) {
+  std::ifstream in(kHostile + "import_valid.jsonl");
+  std::string header((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = header.find("\"id\":1,");
+  ASSERT_NE(at, std::string::npos);
+  header.replace(at, 7, "\"id\":3.3e41,");
+  const std::string file = Path("float_id.jsonl");
+  std::ofstream(file) << header;
+  const auto r = RunCli({"db", "import", "--db", Path("f.db"), file});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(file + ":1: \"id\" must be a whole number"), std::string::npos) << r.err;
+  EXPECT_EQ(Counts(Path("f.db"))["schedules"], 0);
 }
 
 }  // namespace

@@ -145,5 +145,18 @@ TEST(ScheduleLimits, DeepTreesAreCopiedAndReleasedIteratively) {
   schedule.reset();  // the destructor
 }
 
+// Input text quoted in a refusal is escaped: a newline or a broken UTF-8 byte in a level name
+// (found by fuzz_schedule_json) once split the message over lines.
+TEST(ScheduleLimits, QuotedInputKeepsTheMessageOnOneLine) {
+  const std::string newline =
+      Refusal(R"({"loop_order": ["i", "k"], "format": ["i:nn\nnU", "k:C"]})");
+  EXPECT_EQ(newline.find('\n'), std::string::npos) << newline;
+  EXPECT_NE(newline.find(R"("nn\nnU")"), std::string::npos) << newline;
+  const std::string bytes =
+      Refusal("{\"loop_order\": [\"i\", \"k\"], \"format\": [\"i:\xff\x01U\", \"k:C\"]}");
+  EXPECT_FALSE(bytes.empty());
+  EXPECT_EQ(bytes.find('\n'), std::string::npos) << bytes;
+}
+
 }  // namespace
 }  // namespace sparsetune
