@@ -156,6 +156,10 @@ TEST(ScheduleLimits, QuotedInputKeepsTheMessageOnOneLine) {
       Refusal("{\"loop_order\": [\"i\", \"k\"], \"format\": [\"i:\xff\x01U\", \"k:C\"]}");
   EXPECT_FALSE(bytes.empty());
   EXPECT_EQ(bytes.find('\n'), std::string::npos) << bytes;
+  // A syntax error inside an object whose key holds a newline: the key is in the path named.
+  const std::string syntax = Refusal(R"({"loop_order": ["i", "k"], "a\nb": 1 "c"})");
+  EXPECT_NE(syntax.find("invalid JSON"), std::string::npos) << syntax;
+  EXPECT_EQ(syntax.find('\n'), std::string::npos) << syntax;
 }
 
 }  // namespace
