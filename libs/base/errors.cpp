@@ -2,9 +2,7 @@
 
 namespace sparsetune {
 
-namespace {
-// A refusal is one line whatever the input it quotes: control characters are escaped.
-std::string OneLine(const std::string& text) {
+std::string OneLineText(const std::string& text) {
   static const char* hex = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
@@ -24,21 +22,22 @@ std::string OneLine(const std::string& text) {
   return out;
 }
 
+namespace {
 std::string FormatLocation(const std::string& file, int64_t line, const std::string& cause) {
-  std::string out = OneLine(file);
+  std::string out = OneLineText(file);
   if (line > 0) out += ":" + std::to_string(line);
   if (!out.empty()) out += ": ";
-  return out + OneLine(cause);
+  return out + OneLineText(cause);
 }
 }  // namespace
 
 InputError::InputError(const std::string& cause)
-    : std::runtime_error(OneLine(cause)), cause_(OneLine(cause)) {}
+    : std::runtime_error(OneLineText(cause)), cause_(OneLineText(cause)) {}
 
 InputError::InputError(const std::string& file, int64_t line, const std::string& cause)
     : std::runtime_error(FormatLocation(file, line, cause)),
       file_(file),
       line_(line),
-      cause_(OneLine(cause)) {}
+      cause_(OneLineText(cause)) {}
 
 }  // namespace sparsetune

@@ -6,6 +6,9 @@
 
 namespace sparsetune {
 
+// `text` on one line: control characters escaped (\n, \r, \xNN). Refusals quote user input.
+std::string OneLineText(const std::string& text);
+
 // Bad input from the user: a file, an argument, an expression, a schedule. Ends the command
 // with exit code 2. The message names the file, the line (when there is one) and the cause.
 class InputError : public std::runtime_error {

@@ -318,7 +318,12 @@ class RecordApplier {
 
   // The stored forms of the key columns shared by m, f and w lines.
   std::string DenseText(const Json& line) {
-    return DenseSizesToText(line.at("dense").get<DenseSizes>());
+    const Json& dense = line.at("dense");
+    if (!dense.is_object()) Fail("\"dense\" must be an object of index sizes");
+    DenseSizes sizes;
+    for (auto it = dense.begin(); it != dense.end(); ++it)
+      sizes[it.key()] = Whole(it.value(), "dense", 1, INT32_MAX);
+    return DenseSizesToText(sizes);
   }
   std::string DTypeText(const Json& line) {
     std::string dtype = line.at("dtype").get<std::string>();

@@ -844,7 +844,7 @@ LowerOutcome Lower(const Expression& expression, const Schedule& schedule) {
   try {
     outcome.nest = Lowerer(expression, schedule).Run();
   } catch (const Invalid& invalid) {
-    outcome.error = invalid.reason;
+    outcome.error = OneLineText(invalid.reason);
   } catch (const InputError& error) {
     outcome.error = error.what();
   }

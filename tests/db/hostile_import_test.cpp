@@ -140,6 +140,17 @@ TEST_F(HostileImport, AFloatWhereAWholeNumberBelongsIsRefusedByName) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find(file + ":1: \"id\" must be a whole number"), std::string::npos) << r.err;
   EXPECT_EQ(Counts(Path("f.db"))["schedules"], 0);
+  // The same for a dense index size (2e26) in a measurement.
+  std::ifstream again(kHostile + "import_valid.jsonl");
+  std::string rows((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  const size_t dense = rows.find("\"dense\":{}");
+  ASSERT_NE(dense, std::string::npos);
+  rows.replace(dense, 10, "\"dense\":{\"j\":2e26}");
+  std::ofstream(Path("float_dense.jsonl")) << rows;
+  const auto d = RunCli({"db", "import", "--db", Path("d.db"), Path("float_dense.jsonl")});
+  EXPECT_EQ(d.exit_code, 2) << d.err;
+  EXPECT_NE(d.err.find("\"dense\" must be a whole number"), std::string::npos) << d.err;
+  EXPECT_EQ(Counts(Path("d.db"))["schedules"], 0);
 }
 
 }  // namespace
