@@ -75,13 +75,6 @@ int64_t RunDelayNs() {
 }
 
 // What the probe saw over an attempt's timed rounds.
-struct ProbeLog {
-  std::vector<double> region_us;  // per round: an empty parallel region of every thread
-  double waited_ms = 0;           // the threads' time runnable but waiting for a CPU
-  double thread_ms = 0;           // the rounds' wall time times the threads
-  bool delay_known = false;
-};
-
 // Between rounds, every OpenMP thread reads how long it has waited for a CPU (another process
 // holding the cores shows there directly, whatever the kernel's own run times), in a parallel
 // region that is timed as well.
@@ -318,6 +311,11 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
 }
 
 }  // namespace
+
+std::string TimingDisturbance(const std::vector<std::vector<double>>& samples,
+                              const ProbeLog& probe, const TimingOptions& options) {
+  return Disturbance(samples, probe, options);
+}
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {
   return WithRetries(

@@ -79,4 +79,17 @@ constexpr double kBusyWaitShare = 0.1;
 // (where the kernel reports waits).
 constexpr double kSpreadWaitShare = 0.02;
 
+// What the probe between timing rounds saw.
+struct ProbeLog {
+  std::vector<double> region_us;  // per round: an empty parallel region of every thread
+  double waited_ms = 0;           // the threads' time runnable but waiting for a CPU
+  double thread_ms = 0;           // the rounds' wall time times the threads
+  bool delay_known = false;       // the kernel reports waits (schedstat)
+};
+
+// Why a timing's runs (samples: each contender's run times) cannot be trusted given what the
+// probe saw, or "" (see TimingOptions: disturbed_spread, kBusyWaitShare, kSpreadWaitShare).
+std::string TimingDisturbance(const std::vector<std::vector<double>>& samples,
+                              const ProbeLog& probe, const TimingOptions& options);
+
 }  // namespace sparsetune

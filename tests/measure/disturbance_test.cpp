@@ -75,25 +75,28 @@ TEST(TimingDisturbance, RetriesAreBounded) {
 }
 
 // The spread rule alone: a contender whose runs are mostly far slower than its fastest.
-// Runs whose median is far above their fastest, with no thread waiting for a CPU (they sleep):
-// where the kernel reports waits that is the kernel's own spread and the timing stands; where it
-// does not, the spread is all there is to go by, and it is disturbed.
+// Runs whose median is far above their fastest: where the kernel reports waits, that counts
+// only while the timing threads waited (DRAM-bound runs on a quiet machine spread that much on
+// their own); where it does not, the spread is all there is to go by.
 TEST(TimingDisturbance, AMedianFarAboveTheFastestRunCountsOnlyWithWaitsOrWhereNoneAreKnown) {
-  int call = 0;
-  auto uneven = [&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(++call % 4 == 0 ? 1 : 5));
-  };
-  TimingOptions o = Short();
-  o.disturbance_retries = 2;
-  const TimingResult r = TimeRepeated(uneven, o);
-  if (r.waited_share >= 0) {
-    EXPECT_FALSE(r.disturbed) << r.disturbance;
-    EXPECT_EQ(r.attempts, 1);
-  } else {
-    EXPECT_TRUE(r.disturbed);
-    EXPECT_EQ(r.attempts, 3);
-    EXPECT_NE(r.disturbance.find("median run"), std::string::npos) << r.disturbance;
-  }
+  const std::vector<std::vector<double>> spread = {{1, 5, 5, 5, 5, 1, 5}};
+  const std::vector<std::vector<double>> steady = {{1, 1.01, 1.02, 1, 1.01, 1, 1}};
+  TimingOptions o;
+  ProbeLog quiet;
+  quiet.delay_known = true;
+  quiet.thread_ms = 1000;
+  quiet.waited_ms = 1;
+  EXPECT_EQ(TimingDisturbance(spread, quiet, o), "");
+  ProbeLog waiting = quiet;
+  waiting.waited_ms = 50;  // 5%: over kSpreadWaitShare, under kBusyWaitShare
+  EXPECT_NE(TimingDisturbance(spread, waiting, o).find("median run"), std::string::npos);
+  EXPECT_EQ(TimingDisturbance(steady, waiting, o), "");
+  ProbeLog busy = quiet;
+  busy.waited_ms = 300;
+  EXPECT_NE(TimingDisturbance(steady, busy, o).find("waited for a CPU"), std::string::npos);
+  ProbeLog unknown;
+  EXPECT_NE(TimingDisturbance(spread, unknown, o).find("median run"), std::string::npos);
+  EXPECT_EQ(TimingDisturbance(steady, unknown, o), "");
 }
 
 }  // namespace
