@@ -23,8 +23,8 @@
 #include "io/read.hpp"
 #include "ir/kernels.hpp"
 #include "ir/schedule.hpp"
-#include "tune/emit.hpp"
-#include "tune/emit_check.hpp"
+#include "emit/emit.hpp"
+#include "emit/emit_check.hpp"
 #include "tune/tune.hpp"
 
 namespace fs = std::filesystem;

@@ -15,7 +15,7 @@
 #include "common.hpp"
 #include "io/read.hpp"
 #include "ir/schedule.hpp"
-#include "tune/emit.hpp"
+#include "emit/emit.hpp"
 #include "tune/tune.hpp"
 
 namespace sparsetune::cli {

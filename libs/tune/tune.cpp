@@ -25,7 +25,7 @@
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
 #include "tune/candidates.hpp"
-#include "tune/emit.hpp"
+#include "emit/emit.hpp"
 
 namespace sparsetune {
 

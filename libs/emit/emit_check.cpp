@@ -1,4 +1,4 @@
-#include "tune/emit_check.hpp"
+#include "emit/emit_check.hpp"
 
 #include <dlfcn.h>
 
@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "base/compiler.hpp"
+#include "emit/emit.hpp"
 #include "measure/reference.hpp"
-#include "tune/emit.hpp"
 
 namespace sparsetune {
 namespace {

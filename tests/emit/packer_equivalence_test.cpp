@@ -24,7 +24,7 @@
 #include "support/test_data.hpp"
 #include "tensor/generate.hpp"
 #include "tensor/pack.hpp"
-#include "tune/emit.hpp"
+#include "emit/emit.hpp"
 
 namespace sparsetune {
 namespace {

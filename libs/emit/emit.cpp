@@ -1,4 +1,4 @@
-#include "tune/emit.hpp"
+#include "emit/emit.hpp"
 
 #include <unistd.h>
 
@@ -9,9 +9,9 @@
 #include "base/errors.hpp"
 #include "base/paths.hpp"
 #include "codegen/codegen.hpp"
+#include "emit/runtime_sources.hpp"
 #include "ir/loop_nest.hpp"
 #include "tensor/pack.hpp"
-#include "tune/runtime_sources.hpp"
 
 namespace sparsetune {
 

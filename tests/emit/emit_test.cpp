@@ -7,8 +7,8 @@
 #include "ir/kernels.hpp"
 #include "measure/operands.hpp"
 #include "support/test_data.hpp"
-#include "tune/emit.hpp"
-#include "tune/emit_check.hpp"
+#include "emit/emit.hpp"
+#include "emit/emit_check.hpp"
 
 namespace sparsetune {
 namespace {
