@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/elapsed.hpp"
 #include "codegen/codegen.hpp"
 #include "ir/kernels.hpp"
 #include "ir/loop_nest.hpp"
@@ -80,8 +81,7 @@ Compiled CompileTwice(const LoopNest& nest, const std::string& cache) {
   Jit second(cache);  // a new process would see the same: the object is on disk
   const auto t0 = std::chrono::steady_clock::now();
   out.kernel = second.Compile(source);
-  out.cached_load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  out.cached_load_ms = MsSince(t0);
   return out;
 }
 

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "base/elapsed.hpp"
 #include "db/database.hpp"
 #include "db/machine.hpp"
 #include "io/read.hpp"
@@ -50,10 +51,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using sparsetune::Database;
-
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
+using sparsetune::MsSince;
 
 [[noreturn]] void Fail(const std::string& message) {
   std::fprintf(stderr, "query_latency: %s\n", message.c_str());

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "base/paths.hpp"
 #include "costmodel/cost_model.hpp"
@@ -25,10 +26,6 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 std::vector<int> ParseList(const std::string& text) {
   std::vector<int> out;
@@ -96,7 +93,7 @@ int main(int argc, char** argv) {
       const std::vector<float> embedding = model->EmbedMatrix(tensor);
       auto start = Clock::now();
       const auto best = indexes[0]->Exhaustive(embedding, k, is_valid);
-      const double exhaustive_ms = Ms(start);
+      const double exhaustive_ms = sparsetune::MsSince(start);
       exhaustive.ms += exhaustive_ms;
       ++exhaustive.matrices;
       std::set<size_t> truth;
@@ -108,7 +105,7 @@ int main(int argc, char** argv) {
         int64_t evaluations = 0;
         start = Clock::now();
         const auto found = indexes[e]->Search(embedding, k, is_valid, &evaluations);
-        totals[e].ms += Ms(start);
+        totals[e].ms += sparsetune::MsSince(start);
         int hits = 0;
         for (const auto& r : found) hits += truth.count(r.index) > 0;
         const double overlap = truth.empty() ? 1.0 : double(hits) / double(truth.size());

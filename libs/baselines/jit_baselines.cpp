@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "baselines/contenders.hpp"
 #include "baselines/csr.hpp"
@@ -90,8 +91,7 @@ class JitBaseline : public Baseline {
     state_ = prepare(o_.kernel.c_str(), o_.threads, t.dims[0], t.dims[1], width, csr.row_ptr.data(),
                      csr.col.data(), values, in[2].data(), sddmm ? in[3].data() : nullptr);
     if (!state_) throw InternalError(which_ + " has no " + o_.kernel + " kernel");
-    prepare_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    prepare_ms = MsSince(start);
   }
 
   void Call() override { call_(state_); }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "base/module.hpp"
 #include "baselines/contenders.hpp"
@@ -107,8 +108,7 @@ class TorchBaseline : public Baseline {
     version = info.version;
     method = info.method;
     flags = info.flags;
-    prepare_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    prepare_ms = MsSince(start);
   }
 
   void Call() override {

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/compiler.hpp"
+#include "base/elapsed.hpp"
 #include "emit/emit.hpp"
 #include "measure/reference.hpp"
 
@@ -45,8 +46,7 @@ EmittedCheck CheckEmittedKernel(const std::string& dir, const std::string& kerne
   const int status = RunCapturing("c++ -O3 -fopenmp -std=c++17 -shared -fPIC -Werror=all -o " +
                                       ShellQuote(object) + " " + ShellQuote(source),
                                   &compiler_output);
-  check.compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  check.compile_ms = MsSince(start);
   if (status != 0) {
     check.reason = "c++ failed on " + source + ": " + compiler_output;
     return check;

@@ -11,17 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.hpp"
 #include "ir/loop_nest.hpp"
 
 namespace sparsetune {
 
 namespace {
-
-std::string Join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
-}
 
 std::string Format(const char* format, double value) {
   char buffer[64];

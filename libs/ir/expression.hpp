@@ -33,9 +33,6 @@ struct TensorInfo {
   std::string name;
   std::vector<std::string> indices;
   TensorRole role = TensorRole::kDenseInput;
-  bool is_input() const {
-    return role == TensorRole::kSparseInput || role == TensorRole::kDenseInput;
-  }
 };
 
 // A pure multiplicative contraction with exactly one sparse input: O(out) = sum over the

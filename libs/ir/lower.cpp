@@ -3,6 +3,7 @@
 #include <set>
 
 #include "base/errors.hpp"
+#include "base/strings.hpp"
 #include "ir/loop_nest.hpp"
 
 namespace sparsetune {
@@ -20,12 +21,6 @@ struct Invalid {
 
 bool Contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
-}
-
-std::string Join(const std::vector<std::string>& items, const char* sep = ",") {
-  std::string out;
-  for (size_t k = 0; k < items.size(); ++k) out += (k ? sep : "") + items[k];
-  return out;
 }
 
 // Information gathered about each compute while walking the tree.
@@ -99,7 +94,7 @@ class Lowerer {
       std::string hint;
       for (const auto& [index, parts] : parts_) {
         if (name == index && parts.size() == 2)
-          hint = " (" + index + " is split: use " + Join(parts) + ")";
+          hint = " (" + index + " is split: use " + Join(parts, ",") + ")";
         if (parts.size() == 1 && (name == index + "1" || name == index + "0")) {
           hint = " (" + index + " is not split)";
         }
@@ -135,7 +130,7 @@ class Lowerer {
     for (const auto& name : expected) {
       if (!Contains(seen, name)) {
         Fail("the format of " + sparse.name + " has no level for " + name + " (it needs one per " +
-             "variable: " + Join(expected) + ")");
+             "variable: " + Join(expected, ",") + ")");
       }
     }
     for (const auto& [name, group] : s_.groups) {
@@ -171,7 +166,7 @@ class Lowerer {
         out.temp = t;
         if (a.indices != nest_->temps[t].indices) {
           Fail(what + ": temporary " + a.tensor + " is declared as " + TempText(t) +
-               " but used with indices (" + Join(a.indices) + ")");
+               " but used with indices (" + Join(a.indices, ",") + ")");
         }
         return out;
       }
@@ -181,8 +176,8 @@ class Lowerer {
       Fail(what + ": " + a.tensor +
            " is neither a tensor of the expression nor a temporary in scope");
     if (a.indices != e_.tensors[id].indices) {
-      Fail(what + ": " + a.tensor + " is indexed (" + Join(e_.tensors[id].indices) +
-           ") in the expression, not (" + Join(a.indices) + ")");
+      Fail(what + ": " + a.tensor + " is indexed (" + Join(e_.tensors[id].indices, ",") +
+           ") in the expression, not (" + Join(a.indices, ",") + ")");
     }
     out.tensor = id;
     return out;
@@ -190,7 +185,7 @@ class Lowerer {
 
   std::string TempText(int t) const {
     const Temporary& temp = nest_->temps[t];
-    return temp.indices.empty() ? temp.name : temp.name + "(" + Join(temp.indices) + ")";
+    return temp.indices.empty() ? temp.name : temp.name + "(" + Join(temp.indices, ",") + ")";
   }
 
   std::unique_ptr<NestNode> BuildSection(const ScheduleNode& section, std::vector<int>& scope,
@@ -354,7 +349,7 @@ class Lowerer {
   std::string ComputeText(const NestNode* c) const {
     auto text = [&](const NestAccess& a) {
       const std::string name = a.temp >= 0 ? nest_->temps[a.temp].name : e_.tensors[a.tensor].name;
-      return a.indices.empty() ? name : name + "(" + Join(a.indices) + ")";
+      return a.indices.empty() ? name : name + "(" + Join(a.indices, ",") + ")";
     };
     std::string out = text(c->lhs) + " += ";
     for (size_t k = 0; k < c->factors.size(); ++k) out += (k ? " * " : "") + text(c->factors[k]);
@@ -481,7 +476,7 @@ class Lowerer {
     for (size_t l = shared; l < levels.size(); ++l) {
       if (levels[l].mode < prefix) {
         Fail("the output " + e_.tensors[0].name + " is sparse over (" +
-             Join(std::vector<std::string>(modes.begin(), modes.begin() + prefix)) +
+             Join(std::vector<std::string>(modes.begin(), modes.begin() + prefix), ",") +
              "), so those levels of " + e_.sparse_input().name + " must come first in the format");
       }
     }
@@ -561,8 +556,7 @@ class Lowerer {
 
   void MarkParallel() {
     if (s_.parallel.empty()) return;
-    Var(s_.parallel, "the parallel loop");
-    if (s_.chunk < 1) Fail("the OpenMP chunk must be at least 1");
+    Var(s_.parallel, "the parallel loop");  // the chunk's range: LimitViolation, in Run
     int marked = 0;
     std::function<void(NestNode*, bool)> visit = [&](NestNode* n, bool inside) {
       if (n->kind == NestNode::Kind::kLoop && n->var.name == s_.parallel && !inside) {
@@ -857,7 +851,7 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
   auto access = [&](const NestAccess& a) {
     const std::string name =
         a.temp >= 0 ? nest.temps[a.temp].name : nest.expression.tensors[a.tensor].name;
-    return a.indices.empty() ? name : name + "(" + Join(a.indices) + ")";
+    return a.indices.empty() ? name : name + "(" + Join(a.indices, ",") + ")";
   };
   switch (n.kind) {
     case NestNode::Kind::kLoop: {
@@ -886,7 +880,8 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
     }
     case NestNode::Kind::kWhere: {
       const Temporary& t = nest.temps[n.temp];
-      out += pad + "where " + (t.indices.empty() ? t.name : t.name + "(" + Join(t.indices) + ")") +
+      out += pad + "where " +
+             (t.indices.empty() ? t.name : t.name + "(" + Join(t.indices, ",") + ")") +
              (t.per_thread ? " [per thread]" : "") + "\n";
       break;
     }

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "base/compiler.hpp"
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "base/hash.hpp"
 #include "base/paths.hpp"
@@ -225,7 +226,7 @@ double Jit::Build(const std::string& source, const std::string& key, const std::
   }
   std::filesystem::rename(library_tmp, library_path);  // atomic: readers see all or nothing
   std::filesystem::remove(log, ignored);
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return MsSince(start);
 }
 
 CompiledKernel Jit::Compile(const std::string& source) {

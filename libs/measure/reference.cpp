@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 
 namespace sparsetune {
@@ -157,8 +158,7 @@ ReferenceResult ComputeReference(const Expression& e, const CooTensor& a, const 
       }
     }
   }
-  r.compute_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.compute_ms = MsSince(start);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "ir/loop_nest.hpp"
 #include "ordering/ordering.hpp"
@@ -114,8 +115,7 @@ const KernelRunner::Reordering* KernelRunner::ReorderingFor(OrderingKind kind,
   auto ordering = std::make_shared<MatrixOrdering>(ComputeOrdering(sparse_, kind));
   r.tensor = std::make_shared<const CooTensor>(PermuteMatrix(sparse_, *ordering));
   r.ordering = std::move(ordering);
-  r.ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.ms = MsSince(start);
   // The permutations are small; the renumbered copies of a large operand are not: keep two.
   if (reorderings_.size() >= 2) reorderings_.erase(reorderings_.begin());
   reorderings_.emplace_back(kind, std::move(r));
@@ -272,8 +272,7 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
     prepared.output_->Fill(std::nan(""));
     const auto start = std::chrono::steady_clock::now();
     prepared.Call();
-    result.verify_run_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    result.verify_run_ms = MsSince(start);
     if (!Verify(*prepared.output_, packed, output_levels, &result.message,
                 &result.max_relative_error)) {
       result.status = RunStatus::kWrongResult;
@@ -381,8 +380,7 @@ RunResult VerifyThenTime(KernelRunner& runner, const Schedule& schedule,
   verify.time = false;
   const auto start = std::chrono::steady_clock::now();
   RunResult checked = runner.Run(schedule, verify);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms = MsSince(start);
   if (!checked.ok()) return checked;
   // The pack time may be that of an earlier, cached pack: the estimate errs towards timing.
   const double run_ms = ms - checked.pack_ms;

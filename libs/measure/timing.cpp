@@ -16,16 +16,10 @@
 
 #include <omp.h>
 
+#include "base/elapsed.hpp"
 #include "base/threads.hpp"
 
 namespace sparsetune {
-
-namespace {
-double Elapsed(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
-      .count();
-}
-}  // namespace
 
 static TimingResult Summarize(std::vector<double> samples) {
   TimingResult result;
@@ -92,7 +86,7 @@ class RoundProbe {
       log_.waited_ms += waited;
       log_.delay_known = true;
     }
-    log_.thread_ms = Elapsed(start_) * threads_;
+    log_.thread_ms = MsSince(start_) * threads_;
   }
 
  private:
@@ -194,7 +188,7 @@ TimingResult TimeRepeatedOnce(const std::function<void()>& run, const TimingOpti
   auto timed = [&](double* ms) {
     const auto t0 = std::chrono::steady_clock::now();
     run();
-    *ms = Elapsed(t0);
+    *ms = MsSince(t0);
     if (options.max_ms_per_run <= 0 || *ms <= options.max_ms_per_run) return false;
     result.timed_out = true;
     result.median_ms = result.min_ms = result.max_ms = *ms;
@@ -205,7 +199,7 @@ TimingResult TimeRepeatedOnce(const std::function<void()>& run, const TimingOpti
   double ms = 0;
   for (int w = 0; w < MaxWarmupRuns(options); ++w) {
     if (timed(&ms)) return result;
-    if (w + 1 >= options.warmup_runs && Elapsed(warm_start) >= options.warmup_ms) break;
+    if (w + 1 >= options.warmup_runs && MsSince(warm_start) >= options.warmup_ms) break;
   }
   std::vector<double> samples;
   RoundProbe probe(log);
@@ -215,7 +209,7 @@ TimingResult TimeRepeatedOnce(const std::function<void()>& run, const TimingOpti
     samples.push_back(ms);
     probe.Round();
     if (static_cast<int>(samples.size()) >= options.min_reps &&
-        Elapsed(start) >= options.min_total_ms)
+        MsSince(start) >= options.min_total_ms)
       break;
   }
   kept = samples;
@@ -234,7 +228,7 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
   auto timed = [&](size_t c) {
     const auto t0 = std::chrono::steady_clock::now();
     runs[c]();
-    const double ms = Elapsed(t0);
+    const double ms = MsSince(t0);
     fastest[c] = std::min(fastest[c], ms);
     if (options.max_ms_per_run > 0 && ms > options.max_ms_per_run) {
       active[c] = false;
@@ -268,7 +262,7 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
     for (size_t c = 0; c < n; ++c) {
       const auto t0 = std::chrono::steady_clock::now();
       timed(c);
-      warm_ms[c] = Elapsed(t0);
+      warm_ms[c] = MsSince(t0);
       warm_runs[c] = 1;
     }
     drop_far_behind();
@@ -277,7 +271,7 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
     const auto warm_start = std::chrono::steady_clock::now();
     for (int w = warm_runs[c]; w < MaxWarmupRuns(options) && active[c]; ++w) {
       timed(c);
-      if (w + 1 >= options.warmup_runs && warm_ms[c] + Elapsed(warm_start) >= options.warmup_ms)
+      if (w + 1 >= options.warmup_runs && warm_ms[c] + MsSince(warm_start) >= options.warmup_ms)
         break;
     }
   }
@@ -298,7 +292,7 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
     const auto remaining = std::count(active.begin(), active.end(), true);
     if (remaining == 0) break;
     if (round + 1 >= options.min_reps &&
-        Elapsed(start) >= options.min_total_ms * static_cast<double>(remaining))
+        MsSince(start) >= options.min_total_ms * static_cast<double>(remaining))
       break;
   }
   kept.assign(n, {});

@@ -9,6 +9,7 @@ extern "C" {
 #include <metis.h>
 }
 
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 
 namespace sparsetune {
@@ -264,8 +265,7 @@ MatrixOrdering ComputeOrdering(const CooTensor& matrix, OrderingKind kind) {
   }
   if (square) out.cols = out.rows;
   out.Invert();
-  out.compute_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  out.compute_ms = MsSince(start);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/elapsed.hpp"
 #include "sparseauto/region.hpp"
 #include "sparseauto/space.hpp"
 #include "sparseauto/sparseauto.hpp"
@@ -22,10 +23,6 @@
 namespace sparsetune::sparseauto_internal {
 
 using Clock = std::chrono::steady_clock;
-
-inline double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 // Stage 2's trees by complexity class: (time polynomial id, memory polynomial id) -> trees.
 using ComplexityClasses = std::map<std::pair<int, int>, std::vector<size_t>>;

@@ -158,7 +158,6 @@ class WacoTemplate {
 
   // Largest log2 split of an index for these sizes (0: it cannot be split).
   int MaxLog2Split(const std::string& index, const std::map<std::string, int64_t>& sizes) const;
-  int MaxLog2Chunk() const { return max_log2_chunk_; }
 
   // One valid point (it lowers), in normal form. Sizes of every index are needed.
   SuperSchedule Sample(const std::map<std::string, int64_t>& sizes, std::mt19937_64& rng,

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "base/elapsed.hpp"
 #include "tensor/level_packer.hpp"
 
 namespace sparsetune {
@@ -83,8 +84,7 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
   } else {
     levels.ScatterValues(packed->values_f64, t.values.data());
   }
-  packed->pack_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  packed->pack_ms = MsSince(start);
   outcome.packed = std::move(packed);
   return outcome;
 }

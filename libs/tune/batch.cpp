@@ -9,6 +9,7 @@
 #include <new>
 #include <set>
 
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "collect/inputs.hpp"
 #include "db/database.hpp"
@@ -388,12 +389,12 @@ BatchReport RunBatch(const BatchRequest& request, const BatchProgress& progress)
         row.message = e.what();
         row.internal_error = true;
       }
-      row.tune_ms = std::chrono::duration<double, std::milli>(Clock::now() - tune_start).count();
+      row.tune_ms = MsSince(tune_start);
     }
     if (progress.done) progress.done(index, items.size(), row);
     report.rows.push_back(std::move(row));
   }
-  report.batch_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  report.batch_ms = MsSince(start);
   return report;
 }
 

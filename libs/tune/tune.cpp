@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "base/paths.hpp"
 #include "collect/candidates.hpp"
@@ -14,6 +15,7 @@
 #include "costmodel/model_files.hpp"
 #include "db/database.hpp"
 #include "db/machine.hpp"
+#include "emit/emit.hpp"
 #include "heuristic/scorch.hpp"
 #include "io/read.hpp"
 #include "jit/jit.hpp"
@@ -25,17 +27,12 @@
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
 #include "tune/candidates.hpp"
-#include "emit/emit.hpp"
 
 namespace sparsetune {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 std::map<std::string, int64_t> DenseKey(const Expression& e,
                                         const std::map<std::string, int64_t>& sizes) {

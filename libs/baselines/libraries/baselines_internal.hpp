@@ -6,14 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "base/elapsed.hpp"
 #include "baselines/baseline.hpp"
 
 namespace sparsetune {
-
-inline double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
 
 // "prebuilt /path/to/library.so": the shared object `symbol` was loaded from, for a library
 // that sparsetune does not compile.
