@@ -20,11 +20,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "emit/emit.hpp"
+#include "emit/emit_check.hpp"
 #include "io/read.hpp"
 #include "ir/kernels.hpp"
 #include "ir/schedule.hpp"
-#include "emit/emit.hpp"
-#include "emit/emit_check.hpp"
 #include "tune/tune.hpp"
 
 namespace fs = std::filesystem;

@@ -13,9 +13,9 @@
 #include "base/progress.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "emit/emit.hpp"
 #include "io/read.hpp"
 #include "ir/schedule.hpp"
-#include "emit/emit.hpp"
 #include "tune/tune.hpp"
 
 namespace sparsetune::cli {

@@ -16,7 +16,7 @@ struct TrainOptions {
   std::string db_path;
   std::string out_dir;
   // Where each matrix's pattern comes from: its source in the database, a file of the corpus
-  // manifest (generated entries live in the corpus cache, see libs/collect/inputs.hpp),
+  // manifest (generated entries live in the corpus cache, see libs/io/inputs.hpp),
   // shared:PATH under shared_dir, or a path.
   std::string corpus_manifest;
   std::string shared_dir;

@@ -7,8 +7,8 @@
 
 #include "base/errors.hpp"
 #include "base/hash.hpp"
-#include "collect/inputs.hpp"
 #include "db/database.hpp"
+#include "io/inputs.hpp"
 #include "io/read.hpp"
 #include "tensor/fingerprint.hpp"
 
@@ -39,8 +39,7 @@ std::vector<std::string> ReadValidationList(const std::string& list) {
 bool NamesFile(const std::string& source, const std::string& shared_relative,
                const std::string& absolute) {
   for (const std::string& name : {"shared:" + shared_relative, absolute}) {
-    for (size_t at = source.find(name); at != std::string::npos;
-         at = source.find(name, at + 1)) {
+    for (size_t at = source.find(name); at != std::string::npos; at = source.find(name, at + 1)) {
       const size_t end = at + name.size();
       const bool starts = at == 0 || source[at - 1] == ' ';
       if (starts && (end == source.size() || source[end] == ' ')) return true;
@@ -50,8 +49,8 @@ bool NamesFile(const std::string& source, const std::string& shared_relative,
 }
 
 // The files of the patterns in the database, by the source the database keeps: corpus entries
-// as libs/collect resolves them (read only when a source is a gen command), shared:PATH under the
-// shared folder, and paths as they are.
+// as libs/io/inputs.hpp resolves them (read only when a source is a gen command), shared:PATH under
+// the shared folder, and paths as they are.
 class PatternFiles {
  public:
   explicit PatternFiles(const TrainOptions& o) : options_(o) {}
@@ -170,8 +169,9 @@ TrainingSet LoadTrainingSet(const TrainOptions& o, const WacoTemplate& waco) {
     m.path = files.Resolve(*record);
     if (!fs::exists(m.path))
       throw InputError(m.path, 0,
-                       "the pattern of " + m.name + " is missing (materialize the corpus with "
-                       "scripts/collect_training_data.sh --materialize-only)");
+                       "the pattern of " + m.name +
+                           " is missing (materialize the corpus with "
+                           "scripts/collect_training_data.sh --materialize-only)");
     const bool validation = validation_prints.count(print) > 0 ||
                             held_out_names.count(record->name) > 0 ||
                             made_from_held_out(record->source_path);

@@ -11,8 +11,8 @@
 
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
-#include "collect/inputs.hpp"
 #include "db/database.hpp"
+#include "io/inputs.hpp"
 #include "io/read.hpp"
 
 namespace sparsetune {

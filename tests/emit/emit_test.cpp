@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "emit/emit.hpp"
+#include "emit/emit_check.hpp"
 #include "ir/kernels.hpp"
 #include "measure/operands.hpp"
 #include "support/test_data.hpp"
-#include "emit/emit.hpp"
-#include "emit/emit_check.hpp"
 
 namespace sparsetune {
 namespace {

@@ -18,13 +18,13 @@
 #include <set>
 
 #include "base/compiler.hpp"
+#include "emit/emit.hpp"
 #include "ir/kernels.hpp"
 #include "ir/loop_nest.hpp"
 #include "measure/operands.hpp"
 #include "support/test_data.hpp"
 #include "tensor/generate.hpp"
 #include "tensor/pack.hpp"
-#include "emit/emit.hpp"
 
 namespace sparsetune {
 namespace {

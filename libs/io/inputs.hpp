@@ -1,5 +1,5 @@
-// The matrices and tensors a collection runs over: files, directories, list files and corpus
-// manifests, each entry with the origin the database keeps for it.
+// The matrices and tensors that collect, batch and training run over: files, directories, list
+// files and corpus manifests, each entry with the origin the database keeps for it.
 #pragma once
 
 #include <string>
@@ -14,7 +14,7 @@ struct InputFile {
   std::string origin;
 };
 
-// Expands collect's PATH arguments, in order:
+// Expands PATH arguments (collect's, batch's), in order:
 // - a corpus manifest (.tsv with columns name, kernels, nnz, source): its entries for `kernel`.
 //   shared:PATH sources live in the shared datasets folder ($SPARSETUNE_SHARED_DATASETS, else
 //   ../shared/datasets beside the checkout holding the manifest); generated ones in the corpus
@@ -30,7 +30,7 @@ std::vector<InputFile> ExpandInputPaths(const std::vector<std::string>& paths,
 // A corpus manifest's entries for `kernel` with the files they resolve to, as
 // ExpandInputPaths does, whether or not each file is there (for callers that need only some).
 std::vector<InputFile> CorpusManifestEntries(const std::string& manifest,
-                                            const std::string& kernel);
+                                             const std::string& kernel);
 
 // The file name without its matrix or tensor extensions: "bcsstk01" for bcsstk01.mtx.gz.
 std::string MatrixNameOf(const std::string& path);

@@ -1,4 +1,4 @@
-#include "collect/inputs.hpp"
+#include "io/inputs.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -151,7 +151,7 @@ std::string MatrixNameOf(const std::string& path) {
 }
 
 std::vector<InputFile> CorpusManifestEntries(const std::string& manifest,
-                                            const std::string& kernel) {
+                                             const std::string& kernel) {
   return ManifestFiles(manifest, kernel, false);
 }
 

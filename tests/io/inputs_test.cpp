@@ -1,15 +1,12 @@
-// What collect runs over: manifests, lists and directories, and the schedules it samples.
+// What collect, batch and training run over: manifests, lists and directories.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <set>
 
 #include "base/errors.hpp"
-#include "collect/candidates.hpp"
-#include "collect/inputs.hpp"
-#include "ir/kernels.hpp"
+#include "io/inputs.hpp"
 
 namespace sparsetune {
 namespace {
@@ -125,28 +122,6 @@ TEST(MatrixName, DropsMatrixAndTensorExtensions) {
   EXPECT_EQ(MatrixNameOf("HB/west0479.tar.gz"), "west0479");
   EXPECT_EQ(MatrixNameOf("HB/west0479.tgz"), "west0479");
   EXPECT_EQ(MatrixNameOf("nell-2.tns"), "nell-2");
-}
-
-TEST(Candidates, FixedCsrFirstThenDistinctDeterministicSamples) {
-  const Expression spmm = KernelExpression("spmm");
-  const std::map<std::string, int64_t> sizes = {{"i", 500}, {"k", 400}, {"j", 64}};
-  CandidateOptions options;
-  options.samples = 40;
-  const auto a = SampleCandidates("spmm", spmm, sizes, "fingerprint-a", options);
-  ASSERT_EQ(a.size(), 41u);
-  EXPECT_EQ(a[0].source, "fixed_csr");
-  std::set<std::string> hashes;
-  for (const auto& c : a) {
-    EXPECT_TRUE(hashes.insert(c.hash).second) << "duplicate " << c.json;
-    EXPECT_FALSE(c.json.empty());
-  }
-  const auto again = SampleCandidates("spmm", spmm, sizes, "fingerprint-a", options);
-  for (size_t n = 0; n < a.size(); ++n) EXPECT_EQ(a[n].hash, again[n].hash);
-  // Another matrix draws other schedules.
-  const auto other = SampleCandidates("spmm", spmm, sizes, "fingerprint-b", options);
-  int shared = 0;
-  for (const auto& c : other) shared += hashes.count(c.hash);
-  EXPECT_LT(shared, 20);
 }
 
 }  // namespace
