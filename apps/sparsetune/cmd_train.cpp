@@ -9,7 +9,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "costmodel/model_files.hpp"
-#include "costmodel/training.hpp"
+#include "train/train.hpp"
 
 namespace sparsetune::cli {
 
@@ -35,33 +35,37 @@ void RunTrain(const TrainCommandOptions& o) {
   if (o.epochs < 1) throw InputError("--epochs must be at least 1");
   namespace fs = std::filesystem;
   const fs::path checkout = fs::path(DefaultModelsDirectory()).parent_path();
+  TrainingDataOptions data;
+  data.kernel = o.kernel;
+  data.db_path = DatabasePathOrDefault(o.db);
+  if (!fs::exists(data.db_path)) throw InputError(data.db_path, 0, "no such database");
   TrainOptions options;
   options.kernel = o.kernel;
-  options.db_path = DatabasePathOrDefault(o.db);
-  if (!fs::exists(options.db_path)) throw InputError(options.db_path, 0, "no such database");
   options.out_dir =
       o.out.empty() ? (fs::path(DefaultModelsDirectory()) / o.kernel).string() : o.out;
-  options.validation_list =
+  data.validation_list =
       o.validation.empty() ? (checkout / "datasets/corpus/validation.txt").string() : o.validation;
-  options.corpus_manifest = (checkout / "datasets/corpus/corpus.tsv").string();
-  // The shared folder as libs/collect finds it, so held-out and corpus files agree.
+  data.corpus_manifest = (checkout / "datasets/corpus/corpus.tsv").string();
+  // The shared folder as libs/io/inputs.hpp finds it, so held-out and corpus files agree.
   const char* shared_env = std::getenv("SPARSETUNE_SHARED_DATASETS");
-  options.shared_dir =
+  data.shared_dir =
       shared_env ? std::string(shared_env) : (checkout.parent_path() / "shared/datasets").string();
   options.epochs = o.epochs;
   options.seed = o.seed;
-  options.max_matrices = o.max_matrices;
+  data.max_matrices = o.max_matrices;
   options.grid.max_sites = o.max_sites;
+  data.grid = options.grid;
   options.learning_rate = o.learning_rate;
   if (o.batch < 2) throw InputError("--batch must be at least 2 (a ranking needs pairs)");
   options.batch = o.batch;
   options.side_inputs = o.side_inputs == "shape" ? SideInputs::kShape : SideInputs::kSummary;
+  data.side_inputs = options.side_inputs;
   options.comparison_only = o.comparison_only;
   options.log = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
   };
-  const nlohmann::json metrics = TrainCostModel(options);
+  const nlohmann::json metrics = TrainFromDatabase(data, options);
   if (o.json) {
     std::cout << metrics.dump(2) << "\n";
     return;

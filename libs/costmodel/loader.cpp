@@ -60,10 +60,10 @@ std::unique_ptr<CostModel> LoadCostModel(const std::string& model_dir, const std
   return std::unique_ptr<CostModel>(model);
 }
 
-nlohmann::json TrainCostModel(const TrainOptions& options) {
+nlohmann::json TrainCostModel(const TrainOptions& options, const TrainingSet& set) {
   nlohmann::json metrics;
   ModuleError error;
-  if (!LoadModule().train(options, &metrics, &error)) Rethrow(error);
+  if (!LoadModule().train(options, set, &metrics, &error)) Rethrow(error);
   return metrics;
 }
 

@@ -19,8 +19,8 @@ struct ModuleError {
 
 using OpenCostModelFn = CostModel* (*)(const std::string& dir, const std::string& kernel,
                                        ModuleError* error);
-using TrainCostModelFn = bool (*)(const TrainOptions& options, nlohmann::json* metrics,
-                                  ModuleError* error);
+using TrainCostModelFn = bool (*)(const TrainOptions& options, const TrainingSet& set,
+                                  nlohmann::json* metrics, ModuleError* error);
 
 using SelfCheckFn = bool (*)(nlohmann::json* result, ModuleError* error);
 

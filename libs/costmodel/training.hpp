@@ -1,31 +1,44 @@
-// Training a cost model from the measurements in a schedule database (`sparsetune train`).
+// Fitting a cost model to measurements that are given to it (libs/train gathers them from a
+// schedule database): what the LibTorch module trains from and how.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "costmodel/pattern_features.hpp"
+#include "superschedule/waco_template.hpp"
 
 namespace sparsetune {
 
+// One pattern's measurements, and its features as the model sees them.
+struct TrainingMatrix {
+  std::string fingerprint;
+  std::string name;
+  std::string path;  // the pattern's file
+  std::vector<ScheduleEncoding> schedules;
+  std::vector<SuperSchedule> points;
+  std::vector<double> times;  // median ms, one per schedule
+  double fixed_csr_ms = 0;
+  PatternGrid grid;                  // Featurize
+  std::vector<float> side;           // SideInputValues, raw
+  std::vector<float> summary_tiles;  // SummaryAndTileFeatures, raw
+};
+
+struct TrainingSet {
+  std::vector<TrainingMatrix> train, validation;
+  // Patterns kept out of training to choose the epoch, so that validation stays unseen.
+  std::vector<TrainingMatrix> selection;
+  int64_t dropped_rows = 0;        // measurements outside the template or over the time limit
+  int64_t other_setting_rows = 0;  // measured on another machine or with other dense sizes
+};
+
 struct TrainOptions {
   std::string kernel;
-  std::string db_path;
   std::string out_dir;
-  // Where each matrix's pattern comes from: its source in the database, a file of the corpus
-  // manifest (generated entries live in the corpus cache, see libs/io/inputs.hpp),
-  // shared:PATH under shared_dir, or a path.
-  std::string corpus_manifest;
-  std::string shared_dir;
-  // Real matrices held out for validation (datasets/corpus/validation.txt: paths relative to
-  // shared_dir); their patterns and any resize of them validate, never train.
-  std::string validation_list;
-  // The share of the training patterns (by fingerprint) that chooses the epoch to keep
-  // instead of training; validation metrics are then those of a model that never saw them.
-  double selection_fraction = 0.1;
   int epochs = 20;
   // Schedules per matrix and step. WACO took 32 (a GPU's memory); here WACONet's pass over the
   // pattern is the cost of a step, so one step ranks (nearly) every measured schedule of the
@@ -33,9 +46,7 @@ struct TrainOptions {
   int batch = 128;
   double learning_rate = 1e-4;
   uint64_t seed = 1;
-  int threads = 0;       // 0: every hardware thread
-  int max_matrices = 0;  // > 0: only this many training matrices (quick runs)
-  double max_ms = 1000;  // slower measurements are dropped, as WACO does
+  int threads = 0;  // 0: every hardware thread
   GridBudget grid;
   SideInputs side_inputs = SideInputs::kSummary;
   // Only the comparison models (summary features, with and without D2T2's tile statistics):
@@ -44,10 +55,9 @@ struct TrainOptions {
   std::function<void(const std::string&)> log;
 };
 
-// Trains WACONet and, on the same data, the summary-feature model; writes the model folder
-// (model_files.hpp) and returns metrics.json. Loads the LibTorch module. Throws InputError
-// when the data cannot train a model (no measurements, a pattern file missing).
-nlohmann::json TrainCostModel(const TrainOptions& options);
+// Trains WACONet and, on the same data, the summary-feature models; writes the model folder
+// (model_files.hpp) and returns metrics.json. Loads the LibTorch module.
+nlohmann::json TrainCostModel(const TrainOptions& options, const TrainingSet& set);
 
 // The module's own arithmetic against LibTorch's dense reference: the largest differences of
 // the sparse convolution (values, weight and input gradients) from torch::conv2d, and of the

@@ -4,7 +4,7 @@
 #include "costmodel/torch/torch_model.hpp"
 
 namespace sparsetune {
-nlohmann::json TrainInModule(const TrainOptions& options);
+nlohmann::json TrainInModule(const TrainOptions& options, const TrainingSet& set);
 nlohmann::json SelfCheckInModule();
 }  // namespace sparsetune
 
@@ -24,9 +24,10 @@ extern "C" sparsetune::CostModel* sparsetune_open_cost_model(const std::string& 
 }
 
 extern "C" bool sparsetune_train_cost_model(const sparsetune::TrainOptions& options,
+                                            const sparsetune::TrainingSet& set,
                                             nlohmann::json* metrics, ModuleError* error) {
   try {
-    *metrics = sparsetune::TrainInModule(options);
+    *metrics = sparsetune::TrainInModule(options, set);
     return true;
   } catch (const sparsetune::InputError& e) {
     *error = {2, e.what()};

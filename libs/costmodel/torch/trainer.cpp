@@ -17,8 +17,7 @@
 #include "costmodel/model_files.hpp"
 #include "costmodel/torch/networks.hpp"
 #include "costmodel/torch/torch_model.hpp"
-#include "costmodel/training_data.hpp"
-#include "io/read.hpp"
+#include "costmodel/training.hpp"
 
 namespace sparsetune {
 
@@ -30,13 +29,11 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// What one matrix contributes: its pattern's features (computed once) and its measurements.
+// What one matrix contributes: its measurements and features (given), and what is derived from
+// them once.
 struct Example {
   const TrainingMatrix* matrix = nullptr;
-  PatternGrid grid;
-  std::vector<float> side;           // raw
-  std::vector<float> summary;        // raw
-  std::vector<float> summary_tiles;  // raw: the summary and D2T2's tile statistics
+  std::vector<float> summary;  // raw: the summary part of the matrix's summary_tiles
   // WACONet's convolution maps and input, which do not depend on the weights: built on first
   // use and kept while the cache budget lasts.
   mutable std::shared_ptr<const WacoNetMaps> maps;
@@ -89,7 +86,7 @@ class WacoNetEncoder : public MatrixEncoder {
   torch::Tensor Embed(const Example& e) override {
     std::shared_ptr<const WacoNetMaps> maps = e.maps;
     if (!maps) {
-      maps = std::make_shared<const WacoNetMaps>(BuildWacoNetMaps(e.grid));
+      maps = std::make_shared<const WacoNetMaps>(BuildWacoNetMaps(e.matrix->grid));
       const int64_t bytes = MapBytes(*maps);
       if (cached_bytes_ + bytes <= kCacheBudget) {
         e.maps = maps;
@@ -97,10 +94,10 @@ class WacoNetEncoder : public MatrixEncoder {
       }
     }
     if (!e.features.defined()) {
-      std::vector<float> features = e.grid.features;
-      e.features = torch::from_blob(features.data(), {e.grid.sites(), 1}).clone();
+      std::vector<float> features = e.matrix->grid.features;
+      e.features = torch::from_blob(features.data(), {e.matrix->grid.sites(), 1}).clone();
     }
-    std::vector<float> side = e.side;
+    std::vector<float> side = e.matrix->side;
     Standardize(side, mean_, std_);
     return net->forward(e.features, *maps,
                         torch::from_blob(side.data(), {int64_t(side.size())}).clone());
@@ -124,7 +121,7 @@ class SummaryEncoder : public MatrixEncoder {
         std_(std::move(stddev)),
         tiles_(tiles) {}
   torch::Tensor Embed(const Example& e) override {
-    std::vector<float> s = tiles_ ? e.summary_tiles : e.summary;
+    std::vector<float> s = tiles_ ? e.matrix->summary_tiles : e.summary;
     Standardize(s, mean_, std_);
     return net->forward(torch::from_blob(s.data(), {1, int64_t(s.size())}).clone());
   }
@@ -251,88 +248,99 @@ void SaveHead(Head& head, const std::string& path) {
   MlpHead::Write(path, layers, shapes);
 }
 
+std::vector<Example> Examples(const std::vector<TrainingMatrix>& matrices) {
+  std::vector<Example> out;
+  for (const TrainingMatrix& m : matrices) {
+    Example e;
+    e.matrix = &m;
+    e.summary.assign(m.summary_tiles.begin(), m.summary_tiles.begin() + kSummaryFeatures);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// The three training sets of one run.
+struct Examples3 {
+  std::vector<Example> train, selection, validation;
+};
+
+// The comparison models: WACO's summary features, and the same with D2T2's tile statistics.
+// Their metrics go into `metrics`; their epochs and times are returned.
+std::pair<nlohmann::json, nlohmann::json> FitComparisonModels(const TrainOptions& o,
+                                                              const TrainingSet& set,
+                                                              const EncodingLayout& layout,
+                                                              const Examples3& x,
+                                                              nlohmann::json& metrics) {
+  std::vector<std::vector<float>> summaries, summaries_tiles;
+  for (const Example& e : x.train) {
+    summaries.push_back(e.summary);
+    summaries_tiles.push_back(e.matrix->summary_tiles);
+  }
+  std::vector<float> summary_mean, summary_std, tiles_mean, tiles_std;
+  MeanAndStd(summaries, &summary_mean, &summary_std);
+  MeanAndStd(summaries_tiles, &tiles_mean, &tiles_std);
+  SummaryEncoder summary(summary_mean, summary_std, false);
+  ScheduleEmbedder summary_embedder(layout);
+  Head summary_head;
+  const Fitted summary_fit = Fit("summary", summary, summary_embedder, summary_head, x.train,
+                                 x.selection, x.validation, o, {});
+  SummaryEncoder tiles(tiles_mean, tiles_std, true);
+  ScheduleEmbedder tiles_embedder(layout);
+  Head tiles_head;
+  const Fitted tiles_fit = Fit("summary+tiles", tiles, tiles_embedder, tiles_head, x.train,
+                               x.selection, x.validation, o, {});
+  metrics["kernel"] = o.kernel;
+  metrics["summary_features"] = summary_fit.best.ToJson();
+  metrics["summary_features"]["best_epoch"] = summary_fit.best_epoch;
+  metrics["summary_tile_features"] = tiles_fit.best.ToJson();
+  metrics["summary_tile_features"]["best_epoch"] = tiles_fit.best_epoch;
+  metrics["validation_patterns"] = set.validation.size();
+  metrics["training_patterns"] = set.train.size();
+  return {
+      {{"summary_features", summary_fit.epochs}, {"summary_tile_features", tiles_fit.epochs}},
+      {{"summary_features", summary_fit.seconds}, {"summary_tile_features", tiles_fit.seconds}}};
+}
+
+// The schedule set the search indexes: every distinct point of the training data.
+std::vector<SuperSchedule> SchedulePoints(const TrainingSet& set) {
+  std::vector<SuperSchedule> points;
+  std::set<std::string> seen;
+  for (const TrainingMatrix& m : set.train) {
+    for (const SuperSchedule& s : m.points) {
+      if (seen.insert(s.ToJson().dump()).second) points.push_back(s);
+    }
+  }
+  return points;
+}
+
 }  // namespace
 
-nlohmann::json TrainInModule(const TrainOptions& o) {
+nlohmann::json TrainInModule(const TrainOptions& o, const TrainingSet& set) {
   const auto start = Clock::now();
   torch::set_num_threads(o.threads > 0 ? o.threads : HardwareThreads());
   torch::manual_seed(o.seed);
   auto waco = WacoTemplate::ForKernel(o.kernel);
   if (!waco) throw InputError("train: " + o.kernel + " has no SuperSchedule template to model");
-  const TrainingSet set = LoadTrainingSet(o, *waco);
-  if (o.log) {
-    o.log("train " + o.kernel + ": " + std::to_string(set.train.size()) + " training, " +
-          std::to_string(set.selection.size()) + " epoch-selection and " +
-          std::to_string(set.validation.size()) + " validation patterns (" +
-          std::to_string(set.dropped_rows) + " measurements outside the template or over " +
-          std::to_string(int(o.max_ms)) + " ms dropped)");
-  }
-  auto prepare = [&](const std::vector<TrainingMatrix>& matrices) {
-    std::vector<Example> out;
-    for (const TrainingMatrix& m : matrices) {
-      const CooTensor pattern = ReadTensorFile(m.path);
-      Example e;
-      e.matrix = &m;
-      e.grid = Featurize(pattern, o.grid);
-      e.side = SideInputValues(pattern, o.side_inputs);
-      e.summary_tiles = SummaryAndTileFeatures(pattern);
-      e.summary.assign(e.summary_tiles.begin(), e.summary_tiles.begin() + kSummaryFeatures);
-      out.push_back(std::move(e));
-    }
-    return out;
-  };
-  const std::vector<Example> train = prepare(set.train);
-  const std::vector<Example> selection = prepare(set.selection);
-  const std::vector<Example> validation = prepare(set.validation);
-  std::vector<std::vector<float>> sides, summaries, summaries_tiles;
-  for (const Example& e : train) {
-    sides.push_back(e.side);
-    summaries.push_back(e.summary);
-    summaries_tiles.push_back(e.summary_tiles);
-  }
+  const Examples3 x{Examples(set.train), Examples(set.selection), Examples(set.validation)};
   ModelManifest manifest;
   manifest.kernel = o.kernel;
   manifest.template_version = WacoTemplate::Version();
   manifest.layout = waco->Layout();
   manifest.grid = o.grid;
   manifest.side_inputs = o.side_inputs;
+  std::vector<std::vector<float>> sides;
+  for (const Example& e : x.train) sides.push_back(e.matrix->side);
   MeanAndStd(sides, &manifest.side_mean, &manifest.side_std);
-  std::vector<float> summary_mean, summary_std, tiles_mean, tiles_std;
-  MeanAndStd(summaries, &summary_mean, &summary_std);
-  MeanAndStd(summaries_tiles, &tiles_mean, &tiles_std);
 
   namespace fs = std::filesystem;
   fs::create_directories(o.out_dir);
   const fs::path dir = o.out_dir;
-
-  // The comparison models: WACO's summary features, and the same with D2T2's tile statistics.
-  SummaryEncoder summary(summary_mean, summary_std, false);
-  ScheduleEmbedder summary_embedder(manifest.layout);
-  Head summary_head;
-  const Fitted summary_fit =
-      Fit("summary", summary, summary_embedder, summary_head, train, selection, validation, o, {});
-  SummaryEncoder tiles(tiles_mean, tiles_std, true);
-  ScheduleEmbedder tiles_embedder(manifest.layout);
-  Head tiles_head;
-  const Fitted tiles_fit =
-      Fit("summary+tiles", tiles, tiles_embedder, tiles_head, train, selection, validation, o, {});
-  auto comparison_metrics = [&](nlohmann::json& metrics) {
-    metrics["kernel"] = o.kernel;
-    metrics["summary_features"] = summary_fit.best.ToJson();
-    metrics["summary_features"]["best_epoch"] = summary_fit.best_epoch;
-    metrics["summary_tile_features"] = tiles_fit.best.ToJson();
-    metrics["summary_tile_features"]["best_epoch"] = tiles_fit.best_epoch;
-    metrics["validation_patterns"] = set.validation.size();
-    metrics["training_patterns"] = set.train.size();
-  };
+  nlohmann::json metrics;
+  auto [epochs, seconds] = FitComparisonModels(o, set, manifest.layout, x, metrics);
   if (o.comparison_only) {
-    nlohmann::json metrics;
-    comparison_metrics(metrics);
-    metrics["epochs"] = {{"summary_features", summary_fit.epochs},
-                         {"summary_tile_features", tiles_fit.epochs}};
-    metrics["training_seconds"] = {{"summary_features", summary_fit.seconds},
-                                   {"summary_tile_features", tiles_fit.seconds},
-                                   {"total", SecondsSince(start)}};
+    metrics["epochs"] = epochs;
+    seconds["total"] = SecondsSince(start);
+    metrics["training_seconds"] = seconds;
     std::ofstream(dir / kModelMetrics) << metrics.dump(2) << "\n";
     return metrics;
   }
@@ -342,7 +350,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
   ScheduleEmbedder embedder(manifest.layout);
   Head head;
   const Fitted waconet =
-      Fit("WACONet", encoder, embedder, head, train, selection, validation, o, [&] {
+      Fit("WACONet", encoder, embedder, head, x.train, x.selection, x.validation, o, [&] {
         torch::save(encoder.net, (dir / kModelWacoNet).string());
         torch::save(embedder, (dir / kModelEmbedder).string());
         SaveHead(head, (dir / kModelHead).string());
@@ -351,14 +359,7 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
     o.log("train " + o.kernel + ": WACONet's convolution maps of " +
           std::to_string(encoder.cached_bytes() >> 20) + " MiB kept between epochs");
 
-  // The schedule set the search indexes: every distinct point of the training data.
-  std::vector<SuperSchedule> set_points;
-  std::set<std::string> seen;
-  for (const TrainingMatrix& m : set.train) {
-    for (const SuperSchedule& s : m.points) {
-      if (seen.insert(s.ToJson().dump()).second) set_points.push_back(s);
-    }
-  }
+  const std::vector<SuperSchedule> set_points = SchedulePoints(set);
   WriteScheduleSet((dir / kModelSchedules).string(), set_points);
   nlohmann::json model = manifest.ToJson();
   model["trained"] = {{"training_patterns", set.train.size()},
@@ -371,17 +372,13 @@ nlohmann::json TrainInModule(const TrainOptions& o) {
                       {"seed", o.seed}};
   std::ofstream(dir / kModelManifest) << model.dump(2) << "\n";
 
-  nlohmann::json metrics;
-  comparison_metrics(metrics);
   metrics["validation"] = waconet.best.ToJson();
   metrics["validation"]["best_epoch"] = waconet.best_epoch;
-  metrics["epochs"] = {{"waconet", waconet.epochs},
-                       {"summary_features", summary_fit.epochs},
-                       {"summary_tile_features", tiles_fit.epochs}};
-  metrics["training_seconds"] = {{"waconet", waconet.seconds},
-                                 {"summary_features", summary_fit.seconds},
-                                 {"summary_tile_features", tiles_fit.seconds},
-                                 {"total", SecondsSince(start)}};
+  epochs["waconet"] = waconet.epochs;
+  metrics["epochs"] = epochs;
+  seconds["waconet"] = waconet.seconds;
+  seconds["total"] = SecondsSince(start);
+  metrics["training_seconds"] = seconds;
   metrics["schedule_set"] = set_points.size();
   metrics["selection_patterns"] = set.selection.size();
   metrics["validation_names"] = nlohmann::json::array();

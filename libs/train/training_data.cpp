@@ -1,4 +1,4 @@
-#include "costmodel/training_data.hpp"
+#include "train/training_data.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -53,7 +53,7 @@ bool NamesFile(const std::string& source, const std::string& shared_relative,
 // the shared folder, and paths as they are.
 class PatternFiles {
  public:
-  explicit PatternFiles(const TrainOptions& o) : options_(o) {}
+  explicit PatternFiles(const TrainingDataOptions& o) : options_(o) {}
   std::string Resolve(const MatrixRecord& m) {
     const std::string& source = m.source_path;
     if (source.rfind("gen ", 0) == 0) {
@@ -75,7 +75,7 @@ class PatternFiles {
   }
 
  private:
-  const TrainOptions& options_;
+  const TrainingDataOptions& options_;
   bool manifest_read_ = false;
   std::map<std::string, std::string> by_origin_;
 };
@@ -89,9 +89,19 @@ bool InSelectionShare(const std::string& fingerprint, double fraction) {
   return bucket < static_cast<uint64_t>(fraction * 1000);
 }
 
+// What the model sees of each pattern, from its file.
+void FeaturizePatterns(std::vector<TrainingMatrix>& matrices, const TrainingDataOptions& o) {
+  for (TrainingMatrix& m : matrices) {
+    const CooTensor pattern = ReadTensorFile(m.path);
+    m.grid = Featurize(pattern, o.grid);
+    m.side = SideInputValues(pattern, o.side_inputs);
+    m.summary_tiles = SummaryAndTileFeatures(pattern);
+  }
+}
+
 }  // namespace
 
-TrainingSet LoadTrainingSet(const TrainOptions& o, const WacoTemplate& waco) {
+TrainingSet LoadTrainingSet(const TrainingDataOptions& o, const WacoTemplate& waco) {
   auto db = Database::Open(o.db_path, OpenMode::kReadOnly);
   MeasurementFilter filter;
   filter.kernel = o.kernel;
@@ -185,14 +195,17 @@ TrainingSet LoadTrainingSet(const TrainOptions& o, const WacoTemplate& waco) {
   }
   if (o.max_matrices > 0 && static_cast<int>(set.train.size()) > o.max_matrices)
     set.train.resize(o.max_matrices);
-  // Without a selection share (tiny data), the epoch is chosen on the training patterns.
-  if (set.selection.empty()) set.selection = set.train;
   if (set.train.empty())
     throw InputError(o.db_path, 0, "no training patterns with at least two measurements");
   if (set.validation.empty())
     throw InputError(o.validation_list, 0,
                      "none of these held-out patterns (nor a resize of one) has measurements of " +
                          o.kernel + " in " + o.db_path + " to validate on");
+  FeaturizePatterns(set.train, o);
+  FeaturizePatterns(set.selection, o);
+  FeaturizePatterns(set.validation, o);
+  // Without a selection share (tiny data), the epoch is chosen on the training patterns.
+  if (set.selection.empty()) set.selection = set.train;
   return set;
 }
 
