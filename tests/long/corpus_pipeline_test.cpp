@@ -24,7 +24,10 @@ namespace sparsetune {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CommandResult;
+using testing::ReadText;
 using testing::RunCli;
+using testing::RunCommand;
 using testing::TempDir;
 
 const std::string kSource = SPARSETUNE_SOURCE_DIR;
@@ -32,50 +35,8 @@ const std::string kShared = std::string(SPARSETUNE_SHARED_DIR) + "/datasets";
 constexpr int kLimit = 3;
 constexpr int kSamples = 5;
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 fs::path WorkDir() {
   return fs::read_symlink("/proc/self/exe").parent_path() / "long-work";
-}
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs a program found on PATH (no shell) with extra environment entries.
-CommandResult RunCommand(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                         const std::string& log) {
-  std::vector<std::string> all = args;
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.push_back(*e);
-  env_strings.insert(env_strings.end(), env.begin(), env.end());
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  CommandResult result;
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  result.output = ReadText(log);
-  return result;
 }
 
 // The spmv entries of the manifest (name, source) in order, and the held-out files.
@@ -139,7 +100,7 @@ CommandResult CollectSlice(const Slice& slice, const std::string& log) {
       std::string::npos)
     args.push_back("--no-held-out");
   args.push_back("spmv");
-  return RunCommand(args, {std::string("SPARSETUNE_BIN=") + SPARSETUNE_BINARY}, log);
+  return RunCommand(args, log, {std::string("SPARSETUNE_BIN=") + SPARSETUNE_BINARY});
 }
 
 Slice SliceAt(const fs::path& dir) {

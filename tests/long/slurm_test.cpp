@@ -15,11 +15,8 @@
 // skipped without them. The jobs run at the lowest CPU priority (nice 19).
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,13 +33,16 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "support/process.hpp"
 
 namespace sparsetune {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using testing::CommandResult;
+using testing::ReadText;
+using testing::RunCommand;
 
 const std::string kSource = SPARSETUNE_SOURCE_DIR;
 const std::string kShared = std::string(SPARSETUNE_SHARED_DIR) + "/datasets";
@@ -58,13 +58,6 @@ const std::vector<std::string> kTuneOptions = {"--samples", "16", "--no-model"};
 const std::vector<std::string> kNames = {"cage5",    "bcsstk01", "ash219",   "west0497",
                                          "Erdos971", "1138_bus", "bcspwr06", "dwt_992"};
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::vector<std::string> Split(const std::string& text, char separator) {
   std::vector<std::string> fields;
   std::stringstream s(text);
@@ -79,39 +72,11 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
 // Runs a program found on PATH (no shell) at nice 19, its output into `log`.
 CommandResult Execute(std::vector<std::string> args, const std::string& log,
                       const std::vector<std::string>& env = {}) {
   args.insert(args.begin(), {"nice", "-n", "19"});
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.push_back(*e);
-  env_strings.insert(env_strings.end(), env.begin(), env.end());
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  CommandResult result;
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  result.output = ReadText(log);
-  return result;
+  return RunCommand(args, log, env);
 }
 
 bool OnPath(const std::string& program) {

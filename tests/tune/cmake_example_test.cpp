@@ -2,11 +2,8 @@
 // database has no winner; after a tune it emits, builds and links the kernel, and the program
 // agrees with a plain CSR loop.
 #include <gtest/gtest.h>
-#include <spawn.h>
 
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,42 +12,13 @@
 namespace sparsetune {
 namespace {
 
+using testing::CommandResult;
 using testing::RunCli;
+using testing::RunCommand;
 using testing::TempDir;
 
 const std::string kExample = std::string(SPARSETUNE_SOURCE_DIR) + "/datasets/examples/cavity24.mtx";
 const std::string kProject = std::string(SPARSETUNE_SOURCE_DIR) + "/examples/cmake";
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs a program found on PATH (no shell), with stdout and stderr captured in one file.
-CommandResult RunCommand(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> all = args;
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  CommandResult result;
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  std::ifstream in(log);
-  std::stringstream s;
-  s << in.rdbuf();
-  result.output = s.str();
-  return result;
-}
 
 CommandResult Configure(const TempDir& dir, const std::string& build, const std::string& db) {
   return RunCommand({"cmake", "-S", kProject, "-B", build, "-DSPARSETUNE=" SPARSETUNE_BINARY,
