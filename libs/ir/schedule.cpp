@@ -286,9 +286,90 @@ std::string Schedule::CanonicalJson() const {
   return copy.ToJson().dump();
 }
 
+namespace {
+
+// Refuses a schedule: an InputError naming where it came from.
+struct Refusal {
+  const std::string& what;
+  [[noreturn]] void operator()(const std::string& cause) const {
+    throw InputError(what + ": " + cause);
+  }
+};
+
+// The format's levels ("k:C", "k:G4") into s.format and s.groups.
+void FormatFromJson(const Json& format, Schedule& s, const Refusal& fail) {
+  if (format.size() > size_t(ScheduleLimits::kMaxEntries))
+    fail("\"format\" has " + std::to_string(format.size()) + " entries; the limit is " +
+         std::to_string(ScheduleLimits::kMaxEntries));
+  for (const auto& level : format) {
+    if (!level.is_string()) fail("\"format\" entries are strings such as \"k:C\"");
+    const std::string text = level.get<std::string>();
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      fail("format level " + Quoted(text) + " is not VAR:U or VAR:C");
+    const std::string var = text.substr(0, colon), kind = text.substr(colon + 1);
+    if (kind.size() > 1 && (kind[0] == 'G' || kind[0] == 'g')) {
+      int group = 0;
+      for (size_t c = 1; c < kind.size() && group <= kMaxGroup; ++c) {
+        if (!std::isdigit(static_cast<unsigned char>(kind[c]))) group = kMaxGroup + 1;
+        group = group * 10 + (kind[c] - '0');
+      }
+      if (group < 2 || group > kMaxGroup)
+        fail("format level " + Quoted(text) + ": a grouped level is G2 to G" +
+             std::to_string(kMaxGroup));
+      s.format.emplace_back(var, LevelKind::kCompressed);
+      s.groups[var] = group;
+      continue;
+    }
+    s.format.emplace_back(var, ParseLevelKind(kind, fail.what));
+  }
+}
+
+// "parallel": a loop variable, or {"index", "chunk", "threads", "partition"}.
+void ParallelFromJson(const Json& p, Schedule& s, const Refusal& fail) {
+  using L = ScheduleLimits;
+  if (p.is_string()) {
+    s.parallel = p.get<std::string>();
+  } else if (p.is_object() && p.contains("index") && p["index"].is_string()) {
+    s.parallel = p["index"].get<std::string>();
+    if (p.contains("chunk")) {
+      if (!IntegerIn(p["chunk"], 1, L::kMaxChunk, &s.chunk))
+        fail(RangeMessage("parallel chunk", p["chunk"], 1, L::kMaxChunk,
+                          "the generated code's int"));
+    }
+    if (p.contains("threads")) {
+      int64_t threads = 0;
+      if (!IntegerIn(p["threads"], 0, L::kMaxThreads, &threads))
+        fail(RangeMessage("parallel threads", p["threads"], 0, L::kMaxThreads, "0: all"));
+      s.threads = static_cast<int>(threads);
+    }
+    if (p.contains("partition")) {
+      const std::string name = p["partition"].is_string() ? p["partition"].get<std::string>() : "";
+      if (name == "dynamic") {
+        s.partition = Partition::kDynamic;
+      } else if (name == "balanced") {
+        s.partition = Partition::kBalanced;
+      } else {
+        fail("parallel partition must be \"dynamic\" or \"balanced\"");
+      }
+    }
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      if (it.key() != "index" && it.key() != "chunk" && it.key() != "threads" &&
+          it.key() != "partition")
+        fail("unknown key " + Quoted(it.key()) + " in \"parallel\"");
+    }
+  } else {
+    fail(
+        "\"parallel\" must be null, a loop variable, or {\"index\", \"chunk\", \"threads\", "
+        "\"partition\"}");
+  }
+}
+
+}  // namespace
+
 Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
   using L = ScheduleLimits;
-  auto fail = [&](const std::string& cause) { throw InputError(what + ": " + cause); };
+  const Refusal fail{what};
   auto count_limit = [&](const Json& array, const std::string& field) {
     if (array.size() > size_t(L::kMaxEntries))
       fail(field + " has " + std::to_string(array.size()) + " entries; the limit is " +
@@ -339,68 +420,8 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
   if (!j.contains("format") || !j["format"].is_array()) {
     fail("missing \"format\": the sparse operand's levels, such as [\"i:U\", \"k:C\"]");
   }
-  count_limit(j["format"], "\"format\"");
-  for (const auto& level : j["format"]) {
-    if (!level.is_string()) fail("\"format\" entries are strings such as \"k:C\"");
-    const std::string text = level.get<std::string>();
-    const size_t colon = text.rfind(':');
-    if (colon == std::string::npos || colon == 0)
-      fail("format level " + Quoted(text) + " is not VAR:U or VAR:C");
-    const std::string var = text.substr(0, colon), kind = text.substr(colon + 1);
-    if (kind.size() > 1 && (kind[0] == 'G' || kind[0] == 'g')) {
-      int group = 0;
-      for (size_t c = 1; c < kind.size() && group <= kMaxGroup; ++c) {
-        if (!std::isdigit(static_cast<unsigned char>(kind[c]))) group = kMaxGroup + 1;
-        group = group * 10 + (kind[c] - '0');
-      }
-      if (group < 2 || group > kMaxGroup)
-        fail("format level " + Quoted(text) + ": a grouped level is G2 to G" +
-             std::to_string(kMaxGroup));
-      s.format.emplace_back(var, LevelKind::kCompressed);
-      s.groups[var] = group;
-      continue;
-    }
-    s.format.emplace_back(var, ParseLevelKind(kind, what));
-  }
-  if (j.contains("parallel") && !j["parallel"].is_null()) {
-    const auto& p = j["parallel"];
-    if (p.is_string()) {
-      s.parallel = p.get<std::string>();
-    } else if (p.is_object() && p.contains("index") && p["index"].is_string()) {
-      s.parallel = p["index"].get<std::string>();
-      if (p.contains("chunk")) {
-        if (!IntegerIn(p["chunk"], 1, L::kMaxChunk, &s.chunk))
-          fail(RangeMessage("parallel chunk", p["chunk"], 1, L::kMaxChunk,
-                            "the generated code's int"));
-      }
-      if (p.contains("threads")) {
-        int64_t threads = 0;
-        if (!IntegerIn(p["threads"], 0, L::kMaxThreads, &threads))
-          fail(RangeMessage("parallel threads", p["threads"], 0, L::kMaxThreads, "0: all"));
-        s.threads = static_cast<int>(threads);
-      }
-      if (p.contains("partition")) {
-        const std::string name =
-            p["partition"].is_string() ? p["partition"].get<std::string>() : "";
-        if (name == "dynamic") {
-          s.partition = Partition::kDynamic;
-        } else if (name == "balanced") {
-          s.partition = Partition::kBalanced;
-        } else {
-          fail("parallel partition must be \"dynamic\" or \"balanced\"");
-        }
-      }
-      for (auto it = p.begin(); it != p.end(); ++it) {
-        if (it.key() != "index" && it.key() != "chunk" && it.key() != "threads" &&
-            it.key() != "partition")
-          fail("unknown key " + Quoted(it.key()) + " in \"parallel\"");
-      }
-    } else {
-      fail(
-          "\"parallel\" must be null, a loop variable, or {\"index\", \"chunk\", \"threads\", "
-          "\"partition\"}");
-    }
-  }
+  FormatFromJson(j["format"], s, fail);
+  if (j.contains("parallel") && !j["parallel"].is_null()) ParallelFromJson(j["parallel"], s, fail);
   if (j.contains("unroll")) {
     int64_t unroll = 0;
     if (!IntegerIn(j["unroll"], 1, L::kMaxUnroll, &unroll))
