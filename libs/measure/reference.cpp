@@ -24,6 +24,77 @@ std::vector<int64_t> Strides(const TensorInfo& t, const Expression& e, const Ind
   return strides;
 }
 
+// Every assignment of the dense-only indices, enumerated once: per assignment, each dense
+// factor's and the output's offset contribution.
+struct DenseAssignments {
+  std::vector<int> ids;                       // the dense-only indices
+  std::vector<int> factors;                   // the dense inputs
+  std::vector<std::vector<int64_t>> strides;  // per factor, over the expression's indices
+  int64_t combos = 0;
+  std::vector<int64_t> dense_offset;  // combos x factors
+  std::vector<int64_t> out_offset;    // per assignment
+};
+
+// The dense factors and how many assignments there are; refuses ranges too large to enumerate.
+DenseAssignments DenseFactors(const Expression& e, const IndexSizes& sizes) {
+  DenseAssignments d;
+  for (const auto& index : e.DenseOnlyIndices()) d.ids.push_back(e.IndexId(index));
+  double combos_d = 1;
+  for (int id : d.ids) combos_d *= double(sizes.at(e.indices[id]));
+  for (size_t t = 1; t < e.tensors.size(); ++t) {
+    if (static_cast<int>(t) != e.sparse) d.factors.push_back(static_cast<int>(t));
+  }
+  if (combos_d * double(d.factors.size() + 1) > double(int64_t(1) << 26)) {
+    throw InputError("the dense index ranges are too large for the reference implementation");
+  }
+  d.combos = static_cast<int64_t>(combos_d);
+  for (int t : d.factors) d.strides.push_back(Strides(e.tensors[t], e, sizes));
+  return d;
+}
+
+// Each assignment's offsets into the dense factors and the output.
+void EnumerateDense(const Expression& e, const IndexSizes& sizes,
+                    const std::vector<int64_t>& out_strides, DenseAssignments& d) {
+  const std::vector<int>& ids = d.ids;
+  const int nf = static_cast<int>(d.factors.size());
+  d.dense_offset.resize(d.combos * nf);
+  d.out_offset.resize(d.combos);
+  std::vector<int64_t> value(ids.size(), 0);
+  for (int64_t c = 0; c < d.combos; ++c) {
+    for (int f = 0; f < nf; ++f) {
+      int64_t off = 0;
+      for (size_t k = 0; k < ids.size(); ++k) off += value[k] * d.strides[f][ids[k]];
+      d.dense_offset[c * nf + f] = off;
+    }
+    int64_t off = 0;
+    for (size_t k = 0; k < ids.size(); ++k) off += value[k] * out_strides[ids[k]];
+    d.out_offset[c] = off;
+    for (int k = static_cast<int>(ids.size()) - 1; k >= 0; --k) {
+      if (++value[k] < sizes.at(e.indices[ids[k]])) break;
+      value[k] = 0;
+    }
+  }
+}
+
+// Sparse outputs: one row per distinct coordinate prefix (entries are in canonical order), its
+// coordinates in r.prefix_coords; returns each entry's row.
+std::vector<int64_t> SparseOutputRows(const CooTensor& a, int prefix, ReferenceResult& r) {
+  const int64_t n = a.nnz();
+  std::vector<int64_t> row_of(n);
+  r.prefix_coords.assign(prefix, {});
+  int64_t rows = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    bool same = k > 0;
+    for (int m = 0; m < prefix && same; ++m) same = a.coords[m][k] == a.coords[m][k - 1];
+    if (!same) {
+      for (int m = 0; m < prefix; ++m) r.prefix_coords[m].push_back(a.coords[m][k]);
+      ++rows;
+    }
+    row_of[k] = rows - 1;
+  }
+  return row_of;
+}
+
 }  // namespace
 
 ReferenceResult ComputeReference(const Expression& e, const CooTensor& a, const IndexSizes& sizes,
@@ -34,24 +105,7 @@ ReferenceResult ComputeReference(const Expression& e, const CooTensor& a, const 
   const int order = static_cast<int>(sparse.indices.size());
   std::vector<int> sparse_ids;
   for (const auto& index : sparse.indices) sparse_ids.push_back(e.IndexId(index));
-
-  // Every assignment of the dense-only indices, enumerated once: per assignment, each dense
-  // factor's and the output's offset contribution.
-  std::vector<int> dense_ids;
-  for (const auto& index : e.DenseOnlyIndices()) dense_ids.push_back(e.IndexId(index));
-  double combos_d = 1;
-  for (int id : dense_ids) combos_d *= double(sizes.at(e.indices[id]));
-  std::vector<int> factors;
-  for (size_t t = 1; t < e.tensors.size(); ++t) {
-    if (static_cast<int>(t) != e.sparse) factors.push_back(static_cast<int>(t));
-  }
-  if (combos_d * double(factors.size() + 1) > double(int64_t(1) << 26)) {
-    throw InputError("the dense index ranges are too large for the reference implementation");
-  }
-  const int64_t combos = static_cast<int64_t>(combos_d);
-  const int nf = static_cast<int>(factors.size());
-  std::vector<std::vector<int64_t>> strides;
-  for (int t : factors) strides.push_back(Strides(e.tensors[t], e, sizes));
+  DenseAssignments dense = DenseFactors(e, sizes);
 
   // Output layout.
   r.sparse = e.sparse_output_prefix > 0;
@@ -70,43 +124,18 @@ ReferenceResult ComputeReference(const Expression& e, const CooTensor& a, const 
     out_strides = Strides(e.tensors[0], e, sizes);
     out_size = TensorElements(e.tensors[0], sizes);
   }
+  EnumerateDense(e, sizes, out_strides, dense);
+  const std::vector<int>& factors = dense.factors;
+  const std::vector<std::vector<int64_t>>& strides = dense.strides;
+  const std::vector<int64_t>& dense_offset = dense.dense_offset;
+  const std::vector<int64_t>& out_offset = dense.out_offset;
+  const int64_t combos = dense.combos;
+  const int nf = static_cast<int>(factors.size());
 
-  std::vector<int64_t> dense_offset(combos * nf), out_offset(combos);
-  {
-    std::vector<int64_t> value(dense_ids.size(), 0);
-    for (int64_t c = 0; c < combos; ++c) {
-      for (int f = 0; f < nf; ++f) {
-        int64_t off = 0;
-        for (size_t d = 0; d < dense_ids.size(); ++d) off += value[d] * strides[f][dense_ids[d]];
-        dense_offset[c * nf + f] = off;
-      }
-      int64_t off = 0;
-      for (size_t d = 0; d < dense_ids.size(); ++d) off += value[d] * out_strides[dense_ids[d]];
-      out_offset[c] = off;
-      for (int d = static_cast<int>(dense_ids.size()) - 1; d >= 0; --d) {
-        if (++value[d] < sizes.at(e.indices[dense_ids[d]])) break;
-        value[d] = 0;
-      }
-    }
-  }
-
-  // Sparse outputs: one row per distinct coordinate prefix (entries are in canonical order).
   const int64_t n = a.nnz();
-  std::vector<int64_t> row_of(r.sparse ? n : 0);
-  if (r.sparse) {
-    r.prefix_coords.assign(prefix, {});
-    int64_t rows = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      bool same = k > 0;
-      for (int m = 0; m < prefix && same; ++m) same = a.coords[m][k] == a.coords[m][k - 1];
-      if (!same) {
-        for (int m = 0; m < prefix; ++m) r.prefix_coords[m].push_back(a.coords[m][k]);
-        ++rows;
-      }
-      row_of[k] = rows - 1;
-    }
-    out_size = rows * r.trailing;
-  }
+  const std::vector<int64_t> row_of =
+      r.sparse ? SparseOutputRows(a, prefix, r) : std::vector<int64_t>{};
+  if (r.sparse) out_size = (row_of.empty() ? 0 : row_of.back() + 1) * r.trailing;
 
   r.values.assign(out_size, 0.0);
   r.magnitudes.assign(out_size, 0.0);
