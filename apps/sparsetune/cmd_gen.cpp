@@ -135,190 +135,196 @@ void AddRowsCols(CLI::App* sub, GenOptions& o, bool cols_required) {
   if (cols_required) cols->required();
 }
 
-void RegisterMatrixKinds(CLI::App* gen) {
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(gen, "uniform",
-                            "Uniformly random entries, exactly --nnz distinct ones (or "
-                            "round(density * rows * cols))",
-                            *o);
-    AddRowsCols(sub, *o, false);
-    auto* nnz =
-        sub->add_option("--nnz", o->nnz, std::string("Nonzeros") + kCountHelp)->type_name("COUNT");
-    auto* density = sub->add_option("--density", o->density, "Fraction of entries, in (0, 1]");
-    nnz->excludes(density);
-    sub->callback([o] {
-      UniformParams p;
-      SetCommon(p, o->common);
-      p.rows = Count(o->rows, "rows");
-      p.cols = CountOr(o->cols, "cols", p.rows);
-      p.nnz = CountOr(o->nnz, "nnz", 0);
-      p.density = o->density;
-      if (p.nnz == 0 && p.density == 0) throw InputError("uniform needs --nnz or --density");
-      Produce("uniform", o->common,
-              Setting("rows", std::to_string(p.rows)) + Setting("cols", std::to_string(p.cols)) +
-                  (p.nnz ? Setting("nnz", std::to_string(p.nnz)) : Setting("density", p.density)),
-              p.nnz, [p] { return GenerateUniform(p); });
-    });
-  }
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(
-        gen, "powerlaw",
-        "R-MAT power-law matrix: each entry descends the quadrant tree with probabilities a, b, "
-        "c, d = 1 - a - b - c (sizes that are not powers of two generate on the next power of "
-        "two and reject what falls outside). Duplicates are redrawn",
-        *o);
-    AddRowsCols(sub, *o, false);
-    sub->add_option("--nnz", o->nnz, std::string("Nonzeros") + kCountHelp)
-        ->type_name("COUNT")
-        ->required();
-    sub->add_option("--a", o->a, "Top-left quadrant probability")->capture_default_str();
-    sub->add_option("--b", o->b, "Top-right quadrant probability")->capture_default_str();
-    sub->add_option("--c", o->c, "Bottom-left quadrant probability")->capture_default_str();
-    sub->add_flag("--shuffle", o->shuffle,
-                  "Relabel rows and columns randomly (keeps the degrees, hides the locality)");
-    sub->callback([o] {
-      PowerLawParams p;
-      SetCommon(p, o->common);
-      p.rows = Count(o->rows, "rows");
-      p.cols = CountOr(o->cols, "cols", p.rows);
-      p.nnz = Count(o->nnz, "nnz");
-      p.a = o->a;
-      p.b = o->b;
-      p.c = o->c;
-      p.shuffle = o->shuffle;
-      Produce("powerlaw", o->common,
-              Setting("rows", std::to_string(p.rows)) + Setting("cols", std::to_string(p.cols)) +
-                  Setting("nnz", std::to_string(p.nnz)) + Setting("a", p.a) + Setting("b", p.b) +
-                  Setting("c", p.c) + (p.shuffle ? "shuffle" : ""),
-              p.nnz, [p] { return GeneratePowerLaw(p); });
-    });
-  }
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(
-        gen, "graph500",
-        "Graph500 graph: an undirected R-MAT graph of 2^scale vertices, edge-factor * 2^scale "
-        "pairs drawn with quadrant probabilities a, b, c (self loops and duplicates dropped), "
-        "stored as a symmetric adjacency matrix with its vertices relabelled at random",
-        *o);
-    sub->add_option("--scale", o->scale, "Vertices: 2^scale")->required()->check(CLI::Range(1, 30));
-    sub->add_option("--edge-factor", o->edge_factor, "Pairs drawn per vertex")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
-    sub->add_option("--a", o->a, "Top-left quadrant probability")->capture_default_str();
-    sub->add_option("--b", o->b, "Top-right quadrant probability")->capture_default_str();
-    sub->add_option("--c", o->c, "Bottom-left quadrant probability")->capture_default_str();
-    sub->callback([o] {
-      GraphParams p;
-      SetCommon(p, o->common);
-      p.model = GraphModel::kGraph500;
-      p.vertices = int64_t(1) << o->scale;
-      p.edges = p.vertices * o->edge_factor;
-      p.a = o->a;
-      p.b = o->b;
-      p.c = o->c;
-      Produce("graph500", o->common,
-              Setting("scale", std::to_string(o->scale)) +
-                  Setting("edge-factor", std::to_string(o->edge_factor)) + Setting("a", p.a) +
-                  Setting("b", p.b) + Setting("c", p.c),
-              0, [p] { return GenerateGraph(p); });
-    });
-  }
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(
-        gen, "chung-lu",
-        "Power-law degree graph (Chung-Lu): an undirected graph whose expected degrees follow "
-        "degree ~ rank^(-1/(exponent-1)), as in SNAP's social and web graphs; --edges pairs "
-        "drawn, self loops and duplicates dropped, vertices relabelled at random",
-        *o);
-    sub->add_option("--vertices", o->vertices, std::string("Vertices") + kCountHelp)
-        ->type_name("COUNT")
-        ->required();
-    sub->add_option("--edges", o->edges, std::string("Endpoint pairs drawn") + kCountHelp)
-        ->type_name("COUNT")
-        ->required();
-    sub->add_option("--exponent", o->exponent, "Exponent of the degree distribution")
-        ->capture_default_str();
-    sub->callback([o] {
-      GraphParams p;
-      SetCommon(p, o->common);
-      p.model = GraphModel::kChungLu;
-      p.vertices = Count(o->vertices, "vertices");
-      p.edges = Count(o->edges, "edges");
-      p.exponent = o->exponent;
-      Produce("chung-lu", o->common,
-              Setting("vertices", std::to_string(p.vertices)) +
-                  Setting("edges", std::to_string(p.edges)) + Setting("exponent", p.exponent),
-              0, [p] { return GenerateGraph(p); });
-    });
-  }
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(gen, "banded",
-                            "Banded matrix: entries with |j - i*cols/rows| <= bandwidth, each "
-                            "kept with probability --fill",
-                            *o);
-    AddRowsCols(sub, *o, false);
-    sub->add_option("--bandwidth", o->bandwidth,
-                    std::string("Half-width of the band (0: diagonal only)") + kCountHelp)
-        ->type_name("COUNT")
-        ->required();
-    sub->add_option("--fill", o->fill, "Fraction of the band filled, in (0, 1]")
-        ->capture_default_str();
-    sub->callback([o] {
-      BandedParams p;
-      SetCommon(p, o->common);
-      p.rows = Count(o->rows, "rows");
-      p.cols = CountOr(o->cols, "cols", p.rows);
-      p.bandwidth = Count(o->bandwidth, "bandwidth");
-      p.fill = o->fill;
-      Produce("banded", o->common,
-              Setting("rows", std::to_string(p.rows)) + Setting("cols", std::to_string(p.cols)) +
-                  Setting("bandwidth", std::to_string(p.bandwidth)) + Setting("fill", p.fill),
-              0, [p] { return GenerateBanded(p); });
-    });
-  }
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(gen, "blocked",
-                            "Dense blocks at random aligned positions: --nblocks blocks (or "
-                            "enough for --nnz), each with --block-fill of its cells filled",
-                            *o);
-    AddRowsCols(sub, *o, false);
-    sub->add_option("--block", o->block, "Block size (square), 1 to 4096")
-        ->type_name("COUNT")
-        ->required();
-    auto* nblocks =
-        sub->add_option("--nblocks", o->nblocks, std::string("Number of blocks") + kCountHelp)
-            ->type_name("COUNT");
-    auto* nnz = sub->add_option("--nnz", o->nnz,
-                                std::string("Nonzeros (rounded up to whole blocks)") + kCountHelp)
-                    ->type_name("COUNT");
-    nblocks->excludes(nnz);
-    sub->add_option("--block-fill", o->fill, "Fraction of each block's cells filled, in (0, 1]")
-        ->capture_default_str();
-    sub->callback([o] {
-      BlockedParams p;
-      SetCommon(p, o->common);
-      p.rows = Count(o->rows, "rows");
-      p.cols = CountOr(o->cols, "cols", p.rows);
-      p.block = Count(o->block, "block");
-      p.nblocks = CountOr(o->nblocks, "nblocks", 0);
-      p.nnz = CountOr(o->nnz, "nnz", 0);
-      p.fill = o->fill;
-      if (p.nblocks == 0 && p.nnz == 0) throw InputError("blocked needs --nblocks or --nnz");
-      Produce("blocked", o->common,
-              Setting("rows", std::to_string(p.rows)) + Setting("cols", std::to_string(p.cols)) +
-                  Setting("block", std::to_string(p.block)) +
-                  (p.nblocks ? Setting("nblocks", std::to_string(p.nblocks))
-                             : Setting("nnz", std::to_string(p.nnz))) +
-                  Setting("block-fill", p.fill),
-              0, [p] { return GenerateBlocked(p); });
-    });
-  }
+void RegisterUniform(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(gen, "uniform",
+                          "Uniformly random entries, exactly --nnz distinct ones (or "
+                          "round(density * rows * cols))",
+                          *o);
+  AddRowsCols(sub, *o, false);
+  auto* nnz =
+      sub->add_option("--nnz", o->nnz, std::string("Nonzeros") + kCountHelp)->type_name("COUNT");
+  auto* density = sub->add_option("--density", o->density, "Fraction of entries, in (0, 1]");
+  nnz->excludes(density);
+  sub->callback([o] {
+    UniformParams p;
+    SetCommon(p, o->common);
+    p.rows = Count(o->rows, "rows");
+    p.cols = CountOr(o->cols, "cols", p.rows);
+    p.nnz = CountOr(o->nnz, "nnz", 0);
+    p.density = o->density;
+    if (p.nnz == 0 && p.density == 0) throw InputError("uniform needs --nnz or --density");
+    Produce("uniform", o->common,
+            Setting("rows", std::to_string(p.rows)) + Setting("cols", std::to_string(p.cols)) +
+                (p.nnz ? Setting("nnz", std::to_string(p.nnz)) : Setting("density", p.density)),
+            p.nnz, [p] { return GenerateUniform(p); });
+  });
+}
+
+void RegisterPowerlaw(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(
+      gen, "powerlaw",
+      "R-MAT power-law matrix: each entry descends the quadrant tree with probabilities a, b, "
+      "c, d = 1 - a - b - c (sizes that are not powers of two generate on the next power of "
+      "two and reject what falls outside). Duplicates are redrawn",
+      *o);
+  AddRowsCols(sub, *o, false);
+  sub->add_option("--nnz", o->nnz, std::string("Nonzeros") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--a", o->a, "Top-left quadrant probability")->capture_default_str();
+  sub->add_option("--b", o->b, "Top-right quadrant probability")->capture_default_str();
+  sub->add_option("--c", o->c, "Bottom-left quadrant probability")->capture_default_str();
+  sub->add_flag("--shuffle", o->shuffle,
+                "Relabel rows and columns randomly (keeps the degrees, hides the locality)");
+  sub->callback([o] {
+    PowerLawParams p;
+    SetCommon(p, o->common);
+    p.rows = Count(o->rows, "rows");
+    p.cols = CountOr(o->cols, "cols", p.rows);
+    p.nnz = Count(o->nnz, "nnz");
+    p.a = o->a;
+    p.b = o->b;
+    p.c = o->c;
+    p.shuffle = o->shuffle;
+    Produce("powerlaw", o->common,
+            Setting("rows", std::to_string(p.rows)) + Setting("cols", std::to_string(p.cols)) +
+                Setting("nnz", std::to_string(p.nnz)) + Setting("a", p.a) + Setting("b", p.b) +
+                Setting("c", p.c) + (p.shuffle ? "shuffle" : ""),
+            p.nnz, [p] { return GeneratePowerLaw(p); });
+  });
+}
+
+void RegisterGraph500(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(
+      gen, "graph500",
+      "Graph500 graph: an undirected R-MAT graph of 2^scale vertices, edge-factor * 2^scale "
+      "pairs drawn with quadrant probabilities a, b, c (self loops and duplicates dropped), "
+      "stored as a symmetric adjacency matrix with its vertices relabelled at random",
+      *o);
+  sub->add_option("--scale", o->scale, "Vertices: 2^scale")->required()->check(CLI::Range(1, 30));
+  sub->add_option("--edge-factor", o->edge_factor, "Pairs drawn per vertex")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--a", o->a, "Top-left quadrant probability")->capture_default_str();
+  sub->add_option("--b", o->b, "Top-right quadrant probability")->capture_default_str();
+  sub->add_option("--c", o->c, "Bottom-left quadrant probability")->capture_default_str();
+  sub->callback([o] {
+    GraphParams p;
+    SetCommon(p, o->common);
+    p.model = GraphModel::kGraph500;
+    p.vertices = int64_t(1) << o->scale;
+    p.edges = p.vertices * o->edge_factor;
+    p.a = o->a;
+    p.b = o->b;
+    p.c = o->c;
+    Produce("graph500", o->common,
+            Setting("scale", std::to_string(o->scale)) +
+                Setting("edge-factor", std::to_string(o->edge_factor)) + Setting("a", p.a) +
+                Setting("b", p.b) + Setting("c", p.c),
+            0, [p] { return GenerateGraph(p); });
+  });
+}
+
+void RegisterChungLu(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(
+      gen, "chung-lu",
+      "Power-law degree graph (Chung-Lu): an undirected graph whose expected degrees follow "
+      "degree ~ rank^(-1/(exponent-1)), as in SNAP's social and web graphs; --edges pairs "
+      "drawn, self loops and duplicates dropped, vertices relabelled at random",
+      *o);
+  sub->add_option("--vertices", o->vertices, std::string("Vertices") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--edges", o->edges, std::string("Endpoint pairs drawn") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--exponent", o->exponent, "Exponent of the degree distribution")
+      ->capture_default_str();
+  sub->callback([o] {
+    GraphParams p;
+    SetCommon(p, o->common);
+    p.model = GraphModel::kChungLu;
+    p.vertices = Count(o->vertices, "vertices");
+    p.edges = Count(o->edges, "edges");
+    p.exponent = o->exponent;
+    Produce("chung-lu", o->common,
+            Setting("vertices", std::to_string(p.vertices)) +
+                Setting("edges", std::to_string(p.edges)) + Setting("exponent", p.exponent),
+            0, [p] { return GenerateGraph(p); });
+  });
+}
+
+void RegisterBanded(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(gen, "banded",
+                          "Banded matrix: entries with |j - i*cols/rows| <= bandwidth, each "
+                          "kept with probability --fill",
+                          *o);
+  AddRowsCols(sub, *o, false);
+  sub->add_option("--bandwidth", o->bandwidth,
+                  std::string("Half-width of the band (0: diagonal only)") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--fill", o->fill, "Fraction of the band filled, in (0, 1]")
+      ->capture_default_str();
+  sub->callback([o] {
+    BandedParams p;
+    SetCommon(p, o->common);
+    p.rows = Count(o->rows, "rows");
+    p.cols = CountOr(o->cols, "cols", p.rows);
+    p.bandwidth = Count(o->bandwidth, "bandwidth");
+    p.fill = o->fill;
+    Produce("banded", o->common,
+            Setting("rows", std::to_string(p.rows)) + Setting("cols", std::to_string(p.cols)) +
+                Setting("bandwidth", std::to_string(p.bandwidth)) + Setting("fill", p.fill),
+            0, [p] { return GenerateBanded(p); });
+  });
+}
+
+void RegisterBlocked(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(gen, "blocked",
+                          "Dense blocks at random aligned positions: --nblocks blocks (or "
+                          "enough for --nnz), each with --block-fill of its cells filled",
+                          *o);
+  AddRowsCols(sub, *o, false);
+  sub->add_option("--block", o->block, "Block size (square), 1 to 4096")
+      ->type_name("COUNT")
+      ->required();
+  auto* nblocks =
+      sub->add_option("--nblocks", o->nblocks, std::string("Number of blocks") + kCountHelp)
+          ->type_name("COUNT");
+  auto* nnz = sub->add_option("--nnz", o->nnz,
+                              std::string("Nonzeros (rounded up to whole blocks)") + kCountHelp)
+                  ->type_name("COUNT");
+  nblocks->excludes(nnz);
+  sub->add_option("--block-fill", o->fill, "Fraction of each block's cells filled, in (0, 1]")
+      ->capture_default_str();
+  sub->callback([o] {
+    BlockedParams p;
+    SetCommon(p, o->common);
+    p.rows = Count(o->rows, "rows");
+    p.cols = CountOr(o->cols, "cols", p.rows);
+    p.block = Count(o->block, "block");
+    p.nblocks = CountOr(o->nblocks, "nblocks", 0);
+    p.nnz = CountOr(o->nnz, "nnz", 0);
+    p.fill = o->fill;
+    if (p.nblocks == 0 && p.nnz == 0) throw InputError("blocked needs --nblocks or --nnz");
+    Produce("blocked", o->common,
+            Setting("rows", std::to_string(p.rows)) + Setting("cols", std::to_string(p.cols)) +
+                Setting("block", std::to_string(p.block)) +
+                (p.nblocks ? Setting("nblocks", std::to_string(p.nblocks))
+                           : Setting("nnz", std::to_string(p.nnz))) +
+                Setting("block-fill", p.fill),
+            0, [p] { return GenerateBlocked(p); });
+  });
+}
+
+void RegisterStencils(CLI::App* gen) {
   for (int dimensions : {2, 3}) {
     auto o = std::make_shared<GenOptions>();
     const std::string kind = dimensions == 2 ? "stencil2d" : "stencil3d";
@@ -357,132 +363,148 @@ void RegisterMatrixKinds(CLI::App* gen) {
               });
     });
   }
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(
-        gen, "diagonal-heavy",
-        "Square matrix with exactly --nnz entries: the full main diagonal, --offdiagonals "
-        "further diagonals at random offsets (mostly near the main one) and uniformly scattered "
-        "entries; --diag-fraction of nnz lie on diagonals (at least rows/nnz: the main diagonal "
-        "is always full)",
-        *o);
-    sub->add_option("--rows", o->rows, std::string("Rows and columns") + kCountHelp)
-        ->type_name("COUNT")
-        ->required();
-    sub->add_option("--nnz", o->nnz, std::string("Nonzeros, at least rows") + kCountHelp)
-        ->type_name("COUNT")
-        ->required();
-    sub->add_option("--diag-fraction", o->diag_fraction, "Share of nnz on the diagonals, in (0, 1]")
-        ->capture_default_str();
-    sub->add_option("--offdiagonals", o->offdiagonals, "Number of off-diagonals")
-        ->capture_default_str();
-    sub->callback([o] {
-      DiagonalHeavyParams p;
-      SetCommon(p, o->common);
-      p.rows = Count(o->rows, "rows");
-      p.nnz = Count(o->nnz, "nnz");
-      p.diag_fraction = o->diag_fraction;
-      p.offdiagonals = o->offdiagonals;
-      Produce("diagonal-heavy", o->common,
-              Setting("rows", std::to_string(p.rows)) + Setting("nnz", std::to_string(p.nnz)) +
-                  Setting("diag-fraction", p.diag_fraction) +
-                  Setting("offdiagonals", std::to_string(p.offdiagonals)),
-              p.nnz, [p] { return GenerateDiagonalHeavy(p); });
-    });
-  }
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(
-        gen, "dnn",
-        "Pruned-network-like weights (rows = outputs, cols = inputs). Every row and column gets "
-        "a log-normal importance (sigma --row-variation, --col-variation) and a unit (i, j) "
-        "survives with probability min(1, lambda * r_i * c_j), lambda set for --density, so "
-        "some rows and columns keep many more weights than others, as magnitude pruning of "
-        "trained layers does. --structure: unstructured (single weights), row-block (1 x "
-        "--block runs along a row), column-block (--block x 1 runs down a column), block "
-        "(--block x --block tiles), nm (exactly N of every M consecutive weights in a row, "
-        "--nm N:M; density N/M)",
-        *o);
-    AddRowsCols(sub, *o, true);
-    sub->add_option("--density", o->density, "Fraction of weights kept, in (0, 1]");
-    sub->add_option("--structure", o->structure, "unstructured|row-block|column-block|block|nm")
-        ->capture_default_str();
-    sub->add_option("--block", o->block, "Block length for the block structures (default 4)")
-        ->type_name("COUNT");
-    sub->add_option("--nm", o->nm, "N:M for --structure nm")->capture_default_str();
-    sub->add_option("--row-variation", o->row_variation,
-                    "Sigma of the log-normal row importance (0: all rows alike)")
-        ->capture_default_str();
-    sub->add_option("--col-variation", o->col_variation,
-                    "Sigma of the log-normal column importance (0: all columns alike)")
-        ->capture_default_str();
-    sub->callback([o] {
-      DnnParams p;
-      SetCommon(p, o->common);
-      p.rows = Count(o->rows, "rows");
-      p.cols = Count(o->cols, "cols");
-      p.density = o->density;
-      p.structure = ParseDnnStructure(o->structure);
-      p.block = CountOr(o->block, "block", 4);
-      p.row_variation = o->row_variation;
-      p.col_variation = o->col_variation;
-      std::string settings = Setting("rows", std::to_string(p.rows)) +
-                             Setting("cols", std::to_string(p.cols)) +
-                             Setting("structure", o->structure);
-      if (p.structure == DnnStructure::kNM) {
-        const size_t colon = o->nm.find(':');
-        if (colon == std::string::npos) {
-          throw InputError("--nm: '" + o->nm + "' is not N:M (such as 2:4)");
-        }
-        p.n = static_cast<int>(Count(o->nm.substr(0, colon), "nm"));
-        p.m = static_cast<int>(Count(o->nm.substr(colon + 1), "nm"));
-        settings += Setting("nm", o->nm);
-      } else {
-        if (p.density == 0) throw InputError("dnn needs --density (except --structure nm)");
-        settings += Setting("density", p.density);
-        if (p.structure != DnnStructure::kUnstructured) {
-          settings += Setting("block", std::to_string(p.block));
-        }
+}
+
+void RegisterDiagonalHeavy(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(
+      gen, "diagonal-heavy",
+      "Square matrix with exactly --nnz entries: the full main diagonal, --offdiagonals "
+      "further diagonals at random offsets (mostly near the main one) and uniformly scattered "
+      "entries; --diag-fraction of nnz lie on diagonals (at least rows/nnz: the main diagonal "
+      "is always full)",
+      *o);
+  sub->add_option("--rows", o->rows, std::string("Rows and columns") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--nnz", o->nnz, std::string("Nonzeros, at least rows") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--diag-fraction", o->diag_fraction, "Share of nnz on the diagonals, in (0, 1]")
+      ->capture_default_str();
+  sub->add_option("--offdiagonals", o->offdiagonals, "Number of off-diagonals")
+      ->capture_default_str();
+  sub->callback([o] {
+    DiagonalHeavyParams p;
+    SetCommon(p, o->common);
+    p.rows = Count(o->rows, "rows");
+    p.nnz = Count(o->nnz, "nnz");
+    p.diag_fraction = o->diag_fraction;
+    p.offdiagonals = o->offdiagonals;
+    Produce("diagonal-heavy", o->common,
+            Setting("rows", std::to_string(p.rows)) + Setting("nnz", std::to_string(p.nnz)) +
+                Setting("diag-fraction", p.diag_fraction) +
+                Setting("offdiagonals", std::to_string(p.offdiagonals)),
+            p.nnz, [p] { return GenerateDiagonalHeavy(p); });
+  });
+}
+
+void RegisterDnn(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(
+      gen, "dnn",
+      "Pruned-network-like weights (rows = outputs, cols = inputs). Every row and column gets "
+      "a log-normal importance (sigma --row-variation, --col-variation) and a unit (i, j) "
+      "survives with probability min(1, lambda * r_i * c_j), lambda set for --density, so "
+      "some rows and columns keep many more weights than others, as magnitude pruning of "
+      "trained layers does. --structure: unstructured (single weights), row-block (1 x "
+      "--block runs along a row), column-block (--block x 1 runs down a column), block "
+      "(--block x --block tiles), nm (exactly N of every M consecutive weights in a row, "
+      "--nm N:M; density N/M)",
+      *o);
+  AddRowsCols(sub, *o, true);
+  sub->add_option("--density", o->density, "Fraction of weights kept, in (0, 1]");
+  sub->add_option("--structure", o->structure, "unstructured|row-block|column-block|block|nm")
+      ->capture_default_str();
+  sub->add_option("--block", o->block, "Block length for the block structures (default 4)")
+      ->type_name("COUNT");
+  sub->add_option("--nm", o->nm, "N:M for --structure nm")->capture_default_str();
+  sub->add_option("--row-variation", o->row_variation,
+                  "Sigma of the log-normal row importance (0: all rows alike)")
+      ->capture_default_str();
+  sub->add_option("--col-variation", o->col_variation,
+                  "Sigma of the log-normal column importance (0: all columns alike)")
+      ->capture_default_str();
+  sub->callback([o] {
+    DnnParams p;
+    SetCommon(p, o->common);
+    p.rows = Count(o->rows, "rows");
+    p.cols = Count(o->cols, "cols");
+    p.density = o->density;
+    p.structure = ParseDnnStructure(o->structure);
+    p.block = CountOr(o->block, "block", 4);
+    p.row_variation = o->row_variation;
+    p.col_variation = o->col_variation;
+    std::string settings = Setting("rows", std::to_string(p.rows)) +
+                           Setting("cols", std::to_string(p.cols)) +
+                           Setting("structure", o->structure);
+    if (p.structure == DnnStructure::kNM) {
+      const size_t colon = o->nm.find(':');
+      if (colon == std::string::npos) {
+        throw InputError("--nm: '" + o->nm + "' is not N:M (such as 2:4)");
       }
-      settings +=
-          Setting("row-variation", p.row_variation) + Setting("col-variation", p.col_variation);
-      Produce("dnn", o->common, settings, 0, [p] { return GenerateDnn(p); });
-    });
-  }
-  {
-    auto o = std::make_shared<GenOptions>();
-    CLI::App* sub = AddKind(
-        gen, "resize",
-        "Scale a real matrix's pattern to --rows x --cols keeping its structure (WACO's "
-        "augmentation). Source entry (i, j) owns the target region rows [i*R/r, (i+1)*R/r) x "
-        "columns [j*C/c, (j+1)*C/c) (at least one cell each way). Shrinking: entries falling "
-        "in the same cell merge. Growing: the entry becomes the region's scaled diagonal, "
-        "max(height, width) cells from its top-left to its bottom-right corner, so diagonals "
-        "stay diagonals, bands scale their width with the matrix, a block covers the scaled "
-        "block (every row and column of it), and nnz grows with the linear factor, not its "
-        "square. Values are new "
-        "random values (or 1 with --pattern)",
-        *o);
-    sub->add_option("FILE", o->file, "Matrix Market file or SuiteSparse archive to resize")
-        ->required();
-    sub->add_option("--rows", o->rows, std::string("Target rows") + kCountHelp)
-        ->type_name("COUNT")
-        ->required();
-    sub->add_option("--cols", o->cols, std::string("Target columns") + kCountHelp)
-        ->type_name("COUNT")
-        ->required();
-    sub->callback([o] {
-      ResizeParams p;
-      SetCommon(p, o->common);
-      p.rows = Count(o->rows, "rows");
-      p.cols = Count(o->cols, "cols");
-      const std::string file = o->file;
-      Produce("resize", o->common,
-              Setting("file", file) + Setting("rows", std::to_string(p.rows)) +
-                  Setting("cols", std::to_string(p.cols)),
-              0, [p, file] { return ResizeMatrix(ReadTensorFile(file), p); });
-    });
-  }
+      p.n = static_cast<int>(Count(o->nm.substr(0, colon), "nm"));
+      p.m = static_cast<int>(Count(o->nm.substr(colon + 1), "nm"));
+      settings += Setting("nm", o->nm);
+    } else {
+      if (p.density == 0) throw InputError("dnn needs --density (except --structure nm)");
+      settings += Setting("density", p.density);
+      if (p.structure != DnnStructure::kUnstructured) {
+        settings += Setting("block", std::to_string(p.block));
+      }
+    }
+    settings +=
+        Setting("row-variation", p.row_variation) + Setting("col-variation", p.col_variation);
+    Produce("dnn", o->common, settings, 0, [p] { return GenerateDnn(p); });
+  });
+}
+
+void RegisterResize(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub =
+      AddKind(gen, "resize",
+              "Scale a real matrix's pattern to --rows x --cols keeping its structure (WACO's "
+              "augmentation). Source entry (i, j) owns the target region rows [i*R/r, (i+1)*R/r) x "
+              "columns [j*C/c, (j+1)*C/c) (at least one cell each way). Shrinking: entries falling "
+              "in the same cell merge. Growing: the entry becomes the region's scaled diagonal, "
+              "max(height, width) cells from its top-left to its bottom-right corner, so diagonals "
+              "stay diagonals, bands scale their width with the matrix, a block covers the scaled "
+              "block (every row and column of it), and nnz grows with the linear factor, not its "
+              "square. Values are new "
+              "random values (or 1 with --pattern)",
+              *o);
+  sub->add_option("FILE", o->file, "Matrix Market file or SuiteSparse archive to resize")
+      ->required();
+  sub->add_option("--rows", o->rows, std::string("Target rows") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--cols", o->cols, std::string("Target columns") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->callback([o] {
+    ResizeParams p;
+    SetCommon(p, o->common);
+    p.rows = Count(o->rows, "rows");
+    p.cols = Count(o->cols, "cols");
+    const std::string file = o->file;
+    Produce("resize", o->common,
+            Setting("file", file) + Setting("rows", std::to_string(p.rows)) +
+                Setting("cols", std::to_string(p.cols)),
+            0, [p, file] { return ResizeMatrix(ReadTensorFile(file), p); });
+  });
+}
+
+void RegisterMatrixKinds(CLI::App* gen) {
+  RegisterUniform(gen);
+  RegisterPowerlaw(gen);
+  RegisterGraph500(gen);
+  RegisterChungLu(gen);
+  RegisterBanded(gen);
+  RegisterBlocked(gen);
+  RegisterStencils(gen);
+  RegisterDiagonalHeavy(gen);
+  RegisterDnn(gen);
+  RegisterResize(gen);
 }
 
 void RegisterTensorKinds(CLI::App* gen) {
