@@ -257,6 +257,13 @@ Expression BuildExpression(std::string_view text, const std::string& what,
   return e;
 }
 
+std::map<std::string, int64_t> DenseOnlySizes(const Expression& e,
+                                              const std::map<std::string, int64_t>& sizes) {
+  std::map<std::string, int64_t> dense;
+  for (const auto& index : e.DenseOnlyIndices()) dense[index] = sizes.at(index);
+  return dense;
+}
+
 std::map<std::string, int64_t> ResolveIndexSizes(const Expression& e,
                                                  const std::vector<int64_t>& sparse_dims,
                                                  const std::map<std::string, int64_t>& dense) {

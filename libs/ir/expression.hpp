@@ -72,6 +72,10 @@ std::map<std::string, int64_t> ResolveIndexSizes(const Expression& expression,
                                                  const std::vector<int64_t>& sparse_dims,
                                                  const std::map<std::string, int64_t>& dense);
 
+// The sizes of the dense-only indices among `sizes` (the database's key of the dense sizes).
+std::map<std::string, int64_t> DenseOnlySizes(const Expression& expression,
+                                              const std::map<std::string, int64_t>& sizes);
+
 // Parses "j=256" / "k=128,l=64" style assignments (repeatable on the command line).
 std::map<std::string, int64_t> ParseDenseSizes(const std::vector<std::string>& items);
 

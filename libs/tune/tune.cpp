@@ -34,13 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::map<std::string, int64_t> DenseKey(const Expression& e,
-                                        const std::map<std::string, int64_t>& sizes) {
-  std::map<std::string, int64_t> dense;
-  for (const auto& index : e.DenseOnlyIndices()) dense[index] = sizes.at(index);
-  return dense;
-}
-
 // Two timings of identical code (FixedCSR measured twice) that differ by more than this share
 // and by kTwinExcessMs say the machine was busy, whatever the probe saw.
 constexpr double kTwinNoiseLimit = 0.5;
@@ -124,10 +117,6 @@ BusyPolicy BusyPolicyFromEnvironment() {
   const char* value = std::getenv("SPARSETUNE_ON_BUSY");
   if (!value || !*value) return BusyPolicy::kFail;
   return ParseBusyPolicy(value, "SPARSETUNE_ON_BUSY");
-}
-
-std::string KernelKey(const std::string& kernel, const Expression& expression) {
-  return kernel.empty() ? "expr:" + expression.text : kernel;
 }
 
 nlohmann::json TuneReport::ToJson() const {
@@ -235,12 +224,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   }
   auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
   Jit jit;
-  TuningKey key;
-  key.fingerprint = report.fingerprint;
-  key.kernel = report.kernel;
-  key.machine_id = db->UpsertMachine(DetectMachine(jit.compiler(), Jit::Flags()));
-  key.dense = DenseKey(e, sizes);
-  key.dtype = request.dtype;
+  const TuningKey key = TuningKeyOf(report.fingerprint, report.kernel,
+                                    db->UpsertMachine(DetectMachine(jit.compiler(), Jit::Flags())),
+                                    e, sizes, request.dtype);
 
   if (!request.force) {
     if (auto winner = db->FindWinner(key)) {
@@ -412,14 +398,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   }
 
   stage("storing");
-  MatrixRecord matrix;
-  matrix.fingerprint = report.fingerprint;
-  matrix.name = std::filesystem::path(request.path).stem().string();
-  matrix.dims = tensor.dims;
-  matrix.nnz = tensor.nnz();
-  matrix.stats = PatternStatsToJson(stats);
-  matrix.source_path = request.path;
-  db->UpsertMatrix(matrix);
+  db->UpsertMatrix(MatrixRecordOf(report.fingerprint,
+                                  std::filesystem::path(request.path).stem().string(), tensor,
+                                  stats, request.path));
   int best = -1;
   for (size_t c = 0; c < candidates.size(); ++c) {
     const RunResult& r = results[c];
@@ -432,29 +413,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
       out.time_ms = r.time.median_ms;
       out.pack_ms = r.pack_ms + r.ordering_ms;
       out.ordering_ms = r.ordering_ms;
-      MeasurementRecord record;
-      record.key = key;
-      record.expression = e.text;
-      record.schedule_json = candidates[c].json;
-      record.median_ms = r.time.median_ms;
-      record.min_ms = r.time.min_ms;
-      record.max_ms = r.time.max_ms;
-      record.reps = r.time.reps;
-      // Preparing the operand: renumbering (when ordered) and packing.
-      record.pack_ms = r.pack_ms + r.ordering_ms;
-      record.compile_ms = r.compile_ms;
-      record.verified = r.verified;
-      record.source = candidates[c].source;
-      db->RecordMeasurement(record);
       if (best < 0 || r.time.median_ms < results[best].time.median_ms) best = static_cast<int>(c);
-    } else {
-      FailureRecord failure;
-      failure.key = key;
-      failure.expression = e.text;
-      failure.schedule_json = candidates[c].json;
-      failure.reason = out.status + ": " + r.message;
-      db->RecordFailure(failure);
     }
+    StoreResult(*db, key, e.text, candidates[c], r);
     report.candidates.push_back(out);
   }
   if (!results[0].ok() && results[0].status == RunStatus::kWrongResult) {
@@ -525,8 +486,8 @@ QueryAnswer Query(const QueryRequest& request) {
   if (!request.path.empty()) {
     tensor = std::make_unique<CooTensor>(ReadTensorFile(request.path));
     answer.fingerprint = PatternFingerprint(*tensor);
-    dense = DenseKey(request.expression,
-                     ResolveIndexSizes(request.expression, tensor->dims, request.dense));
+    dense = DenseOnlySizes(request.expression,
+                           ResolveIndexSizes(request.expression, tensor->dims, request.dense));
   } else {
     answer.fingerprint = request.fingerprint;
     std::map<std::string, int64_t> key_dense;

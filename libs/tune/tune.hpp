@@ -16,6 +16,7 @@
 #include "base/dtype.hpp"
 #include "ir/expression.hpp"
 #include "tensor/permutation.hpp"
+#include "tune/storing.hpp"  // KernelKey: the report's kernel
 
 namespace sparsetune {
 
@@ -117,9 +118,6 @@ struct TuneProgress {
   std::function<void(const std::string& stage)> stage;
   std::function<void(size_t done, size_t total)> step;
 };
-
-// The database key of a kernel: its name, or "expr:" and the canonical expression.
-std::string KernelKey(const std::string& kernel, const Expression& expression);
 
 // Tunes, stores and reports. Bad input (unreadable matrix, bad sizes, unreadable database)
 // throws InputError before anything is stored.

@@ -1,0 +1,69 @@
+#include "tune/storing.hpp"
+
+namespace sparsetune {
+
+std::string KernelKey(const std::string& kernel, const Expression& expression) {
+  return kernel.empty() ? "expr:" + expression.text : kernel;
+}
+
+TuningKey TuningKeyOf(const std::string& fingerprint, const std::string& kernel_key,
+                      int64_t machine_id, const Expression& expression,
+                      const std::map<std::string, int64_t>& sizes, DType dtype) {
+  TuningKey key;
+  key.fingerprint = fingerprint;
+  key.kernel = kernel_key;
+  key.machine_id = machine_id;
+  key.dense = DenseOnlySizes(expression, sizes);
+  key.dtype = dtype;
+  return key;
+}
+
+MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,
+                            const CooTensor& tensor, const PatternStats& stats,
+                            const std::string& source) {
+  MatrixRecord matrix;
+  matrix.fingerprint = fingerprint;
+  matrix.name = name;
+  matrix.dims = tensor.dims;
+  matrix.nnz = tensor.nnz();
+  matrix.stats = PatternStatsToJson(stats);
+  matrix.source_path = source;
+  return matrix;
+}
+
+FailureRecord FailureOf(const TuningKey& key, const std::string& expression,
+                        const std::string& schedule_json, const std::string& reason) {
+  FailureRecord failure;
+  failure.key = key;
+  failure.expression = expression;
+  failure.schedule_json = schedule_json;
+  failure.reason = reason;
+  return failure;
+}
+
+std::string FailureReason(const RunResult& result) {
+  return std::string(RunStatusName(result.status)) + ": " + result.message;
+}
+
+void StoreResult(Database& db, const TuningKey& key, const std::string& expression,
+                 const TuneCandidate& candidate, const RunResult& r) {
+  if (!r.ok()) {
+    db.RecordFailure(FailureOf(key, expression, candidate.json, FailureReason(r)));
+    return;
+  }
+  MeasurementRecord record;
+  record.key = key;
+  record.expression = expression;
+  record.schedule_json = candidate.json;
+  record.median_ms = r.time.median_ms;
+  record.min_ms = r.time.min_ms;
+  record.max_ms = r.time.max_ms;
+  record.reps = r.time.reps;
+  record.pack_ms = r.pack_ms + r.ordering_ms;
+  record.compile_ms = r.compile_ms;
+  record.verified = r.verified;
+  record.source = candidate.source;
+  db.RecordMeasurement(record);
+}
+
+}  // namespace sparsetune

@@ -1,0 +1,44 @@
+// What a tune or a collection stores: its results as database rows, keyed alike.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "base/dtype.hpp"
+#include "db/database.hpp"
+#include "ir/expression.hpp"
+#include "measure/runner.hpp"
+#include "tensor/coo.hpp"
+#include "tensor/stats.hpp"
+#include "tune/candidates.hpp"
+
+namespace sparsetune {
+
+// The database key of a kernel: its name, or "expr:" and the canonical expression.
+std::string KernelKey(const std::string& kernel, const Expression& expression);
+
+// The key of the measurements of one operand: the pattern, the kernel, this machine's row, the
+// dense-only sizes and the value type.
+TuningKey TuningKeyOf(const std::string& fingerprint, const std::string& kernel_key,
+                      int64_t machine_id, const Expression& expression,
+                      const std::map<std::string, int64_t>& sizes, DType dtype);
+
+// The matrix row of an operand: its shape and statistics, and where it came from.
+MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,
+                            const CooTensor& tensor, const PatternStats& stats,
+                            const std::string& source);
+
+// The row of a schedule that did not measure; `reason` is "status: message".
+FailureRecord FailureOf(const TuningKey& key, const std::string& expression,
+                        const std::string& schedule_json, const std::string& reason);
+
+// "status: message" of a result that did not measure.
+std::string FailureReason(const RunResult& result);
+
+// Stores one candidate's result: its times when it ran and was verified (the preparation time
+// counts ordering and packing), else why it did not.
+void StoreResult(Database& db, const TuningKey& key, const std::string& expression,
+                 const TuneCandidate& candidate, const RunResult& result);
+
+}  // namespace sparsetune
