@@ -25,6 +25,7 @@
 #include "io/read.hpp"
 #include "ir/kernels.hpp"
 #include "ir/schedule.hpp"
+#include "tune/query.hpp"
 #include "tune/tune.hpp"
 
 namespace fs = std::filesystem;

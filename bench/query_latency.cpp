@@ -42,7 +42,7 @@
 #include "jit/jit.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
-#include "tune/tune.hpp"
+#include "tune/query.hpp"
 
 extern char** environ;
 

@@ -31,6 +31,7 @@
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
 #include "tune/candidates.hpp"
+#include "tune/query.hpp"
 #include "tune/tune.hpp"
 
 namespace sparsetune::cli {

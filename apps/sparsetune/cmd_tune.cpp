@@ -16,6 +16,7 @@
 #include "emit/emit.hpp"
 #include "io/read.hpp"
 #include "ir/schedule.hpp"
+#include "tune/query.hpp"
 #include "tune/tune.hpp"
 
 namespace sparsetune::cli {

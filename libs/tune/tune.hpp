@@ -1,5 +1,5 @@
 // One tune, end to end: fingerprint, database lookup, candidates, pack, compile, verify, time
-// side by side, store, report. Also the database-only query that build scripts call.
+// side by side, store, report. The database-only query that build scripts call is query.hpp.
 #pragma once
 
 #include <cstdint>
@@ -122,38 +122,5 @@ struct TuneProgress {
 // Tunes, stores and reports. Bad input (unreadable matrix, bad sizes, unreadable database)
 // throws InputError before anything is stored.
 TuneReport Tune(const TuneRequest& request, const TuneProgress& progress = {});
-
-struct QueryRequest {
-  std::string path;         // a matrix file, or
-  std::string fingerprint;  // its fingerprint
-  std::string kernel;
-  Expression expression;
-  std::map<std::string, int64_t> dense;
-  DType dtype = DType::kF32;
-  std::string db_path;
-  // A miss answers with Scorch's heuristic schedule (never measured) instead of nothing.
-  bool fallback_heuristic = false;
-};
-
-struct QueryAnswer {
-  bool hit = false;
-  std::string fingerprint;
-  std::string kernel;
-  std::string winner_json;
-  double winner_ms = 0;
-  std::optional<double> fixed_csr_ms;
-  std::string updated_at;
-  // A miss answered by a fallback: "heuristic", what it looked at, and how long it took.
-  std::string fallback;
-  std::string heuristic_basis;
-  double heuristic_us = 0;
-  bool answered() const { return hit || !fallback.empty(); }
-  nlohmann::json ToJson() const;
-};
-
-// The stored winner for this machine, kernel, dense sizes, dtype and pattern, from the
-// database alone (no compiler, no cost model). A missing database is a miss, which
-// fallback_heuristic answers with Scorch's heuristic schedule.
-QueryAnswer Query(const QueryRequest& request);
 
 }  // namespace sparsetune

@@ -1,0 +1,50 @@
+// The database-only answer that build scripts call: the stored winner for an operand, with no
+// compiler and no cost model; on a miss, optionally Scorch's heuristic schedule.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/dtype.hpp"
+#include "ir/expression.hpp"
+
+namespace sparsetune {
+
+struct QueryRequest {
+  std::string path;         // a matrix file, or
+  std::string fingerprint;  // its fingerprint
+  std::string kernel;
+  Expression expression;
+  std::map<std::string, int64_t> dense;
+  DType dtype = DType::kF32;
+  std::string db_path;
+  // A miss answers with Scorch's heuristic schedule (never measured) instead of nothing.
+  bool fallback_heuristic = false;
+};
+
+struct QueryAnswer {
+  bool hit = false;
+  std::string fingerprint;
+  std::string kernel;
+  std::string winner_json;
+  double winner_ms = 0;
+  std::optional<double> fixed_csr_ms;
+  std::string updated_at;
+  // A miss answered by a fallback: "heuristic", what it looked at, and how long it took.
+  std::string fallback;
+  std::string heuristic_basis;
+  double heuristic_us = 0;
+  bool answered() const { return hit || !fallback.empty(); }
+  nlohmann::json ToJson() const;
+};
+
+// The stored winner for this machine, kernel, dense sizes, dtype and pattern, from the
+// database alone (no compiler, no cost model). A missing database is a miss, which
+// fallback_heuristic answers with Scorch's heuristic schedule.
+QueryAnswer Query(const QueryRequest& request);
+
+}  // namespace sparsetune
