@@ -1,10 +1,7 @@
 #include "tune/tune.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include "base/elapsed.hpp"
@@ -19,9 +16,6 @@
 #include "heuristic/scorch.hpp"
 #include "io/read.hpp"
 #include "jit/jit.hpp"
-#include "measure/contest.hpp"
-#include "measure/runner.hpp"
-#include "ordering/ordering.hpp"
 #include "search/schedule_index.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
@@ -34,31 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Two timings of identical code (FixedCSR measured twice) that differ by more than this share
-// and by kTwinExcessMs say the machine was busy, whatever the probe saw.
-constexpr double kTwinNoiseLimit = 0.5;
-constexpr double kTwinExcessMs = 0.02;
-
-// Why a contest's times cannot pick a winner, or "": a group's timing still disturbed, or the
-// FixedCSR twins (the first and the last schedule) far apart.
-std::string DisturbanceOf(const std::vector<RunResult>& results) {
-  for (const RunResult& r : results) {
-    if (r.ok() && r.time.disturbed) return r.time.disturbance;
-  }
-  const RunResult& fixed = results.front();
-  const RunResult& twin = results.back();
-  if (results.size() > 1 && fixed.ok() && twin.ok()) {
-    const double a = fixed.time.median_ms, b = twin.time.median_ms;
-    if (std::fabs(a - b) > kTwinExcessMs && std::fabs(a - b) > kTwinNoiseLimit * std::min(a, b)) {
-      char text[160];
-      std::snprintf(text, sizeof text,
-                    "two timings of the same FixedCSR kernel differ: %.4g and %.4g ms", a, b);
-      return text;
-    }
-  }
-  return "";
-}
-
 // Calls after which the winner's per-call saving over FixedCSR pays for `cost_ms`.
 int64_t BreakEven(double cost_ms, double winner_ms, double fixed_ms) {
   const double saving = fixed_ms - winner_ms;
@@ -66,58 +35,200 @@ int64_t BreakEven(double cost_ms, double winner_ms, double fixed_ms) {
   return static_cast<int64_t>(std::ceil(std::max(0.0, cost_ms) / saving));
 }
 
-// The second round: the best `count` verified schedules of the first, each renumbered by every
-// ordering that applies to this matrix, to be timed together with them.
-std::vector<TuneCandidate> OrderedVariants(const std::vector<TuneCandidate>& candidates,
-                                           const std::vector<RunResult>& results,
-                                           const CooTensor& tensor,
-                                           const std::vector<OrderingKind>& orderings,
-                                           size_t count) {
-  std::vector<OrderingKind> apply;
-  for (OrderingKind kind : orderings) {
-    if (kind == OrderingKind::kPartition && tensor.nnz() > kPartitionOrderingMaxNnz &&
-        orderings == TuneRequest::DefaultOrderings())
-      continue;
-    if (OrderingRefusal(tensor, kind).empty()) apply.push_back(kind);
+// The operand of a tune, read and checked before anything is stored.
+struct Operand {
+  CooTensor tensor;
+  std::map<std::string, int64_t> sizes;  // of every index
+  std::string fingerprint;
+};
+
+Operand ReadOperand(const TuneRequest& request) {
+  Operand operand;
+  operand.tensor = ReadTensorFile(request.path);
+  operand.sizes = ResolveIndexSizes(request.expression, operand.tensor.dims, request.dense);
+  try {
+    CheckRunFitsInMemory(request.expression, operand.tensor, operand.sizes, request.dtype);
+  } catch (const InputError& error) {
+    throw InputError(request.path, 0, error.cause());
   }
-  std::vector<size_t> ranked;
-  for (size_t c = 0; c < candidates.size(); ++c) {
-    if (results[c].ok() && candidates[c].schedule.ordering == OrderingKind::kNone)
-      ranked.push_back(c);
+  operand.fingerprint = PatternFingerprint(operand.tensor);
+  return operand;
+}
+
+// The cost model's folder, or "" for none: the shipped models/<kernel> when it is there
+// (skipped when absent), or the folder named, which must load. Its files are checked before
+// anything is stored.
+std::string ModelDirectory(const TuneRequest& request, bool has_template,
+                           const std::string& kernel_key) {
+  if (!request.model_dir.empty() && !has_template)
+    throw InputError(request.model_dir, 0,
+                     "cost models rank SuperSchedules of spmv, spmm, sddmm and mttkrp; " +
+                         kernel_key + " has none");
+  if (!has_template || !request.use_model) return "";
+  namespace fs = std::filesystem;
+  std::string model_dir = request.model_dir.empty()
+                              ? (fs::path(DefaultModelsDirectory()) / request.kernel).string()
+                              : request.model_dir;
+  if (request.model_dir.empty() && !fs::exists(fs::path(model_dir) / kModelManifest))
+    model_dir.clear();
+  if (!model_dir.empty()) ReadModelManifest(model_dir, request.kernel);
+  return model_dir;
+}
+
+// The stored winner as the report (and its emitted kernel); false when none is stored.
+bool ReportStoredWinner(Database& db, const TuningKey& key, const TuneRequest& request,
+                        const Operand& operand, TuneReport& report) {
+  auto winner = db.FindWinner(key);
+  if (!winner) return false;
+  report.from_db = true;
+  report.winner_json = winner->schedule.canonical_json;
+  report.winner_ms = winner->time_ms;
+  report.fixed_csr_ms = winner->fixed_csr_ms.value_or(0);
+  for (const MeasurementRow& row : db.TopK(key, 1000)) {
+    if (row.schedule.canonical_json == report.winner_json) {
+      report.pack_ms = row.pack_ms;
+      report.winner_source = row.source;
+    }
+    report.candidates.push_back(
+        {row.schedule.canonical_json, row.source, "ok", "", row.median_ms, row.pack_ms});
   }
-  std::sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-    return results[a].time.median_ms < results[b].time.median_ms;
-  });
-  if (ranked.size() > count) ranked.resize(count);
-  std::vector<TuneCandidate> out;
-  if (apply.empty()) return out;
-  for (size_t c : ranked) {
-    AddDistinct(out, candidates[c]);
-    for (OrderingKind kind : apply) {
-      TuneCandidate variant = candidates[c];
-      variant.schedule.ordering = kind;
-      variant.source += std::string("+") + OrderingName(kind);
-      AddDistinct(out, std::move(variant));
+  report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
+  if (!request.emit_dir.empty()) {
+    report.emitted_files = EmitKernel(
+        request.emit_dir, request.kernel, request.expression, operand.sizes, request.dtype,
+        ParseScheduleText(report.winner_json, "stored winner"), &operand.tensor);
+  }
+  return true;
+}
+
+// The candidates of a tune, in the order their schedules are kept: FixedCSR first (the
+// baseline), Scorch, GroupCOO, the cost model's top k, the library rules, SparseAuto for kernels
+// without a template, and sampled SuperSchedules without a model (or when asked).
+std::vector<TuneCandidate> GatherTuneCandidates(const TuneRequest& request, const Operand& operand,
+                                                const PatternStats& stats,
+                                                const std::string& model_dir, bool has_template,
+                                                const TuneProgress& progress, TuneReport& report) {
+  const Expression& e = request.expression;
+  const std::string& kernel = request.kernel;
+  const std::map<std::string, int64_t>& sizes = operand.sizes;
+  std::vector<TuneCandidate> candidates;
+  AddDistinct(candidates, {FixedCsrSchedule(e), "", "fixed_csr"});
+  report.sources_used.push_back("fixed_csr");
+  {
+    HeuristicInput input;
+    input.sizes = sizes;
+    input.prefix_nnz = stats.prefix_nnz;
+    AddDistinct(candidates, {ScorchSchedule(e, input).schedule, "", "scorch"});
+    report.sources_used.push_back("scorch");
+  }
+  auto grouped = GroupCooCandidates(kernel, e, sizes, operand.tensor.nnz());
+  if (!grouped.empty()) report.sources_used.push_back("groupcoo");
+  for (auto& c : grouped) AddDistinct(candidates, std::move(c));
+  bool model_used = false;
+  if (!model_dir.empty()) {
+    if (progress.stage) progress.stage("searching");
+    const auto model_start = Clock::now();
+    auto model = LoadCostModel(model_dir, kernel);
+    SearchOptions search;
+    search.ef = request.search_ef;
+    auto index = ScheduleIndex::Open(*model, CacheDirectory() + "/search", search);
+    report.stage_ms["model_load"] = MsSince(model_start);
+    const auto embed_start = Clock::now();
+    const std::vector<float> embedding = model->EmbedMatrix(operand.tensor);
+    report.stage_ms["model_embed"] = MsSince(embed_start);
+    auto waco = WacoTemplate::ForKernel(kernel);
+    const auto& set = model->schedule_set();
+    const auto search_start = Clock::now();
+    const auto ranked = index->Search(
+        embedding, request.top_k,
+        [&](size_t s) { return waco->CheckMember(set[s], sizes).empty(); },
+        &report.model_evaluations);
+    report.stage_ms["model_search"] = MsSince(search_start);
+    for (const auto& r : ranked)
+      AddDistinct(candidates, {waco->ToSchedule(set[r.index]), "", "model"});
+    report.sources_used.push_back("model");
+    report.stage_ms["model"] = MsSince(model_start);
+    model_used = true;
+  }
+  auto heuristic = HeuristicCandidates(kernel, e, sizes);
+  if (!heuristic.empty()) report.sources_used.push_back("heuristic");
+  for (auto& c : heuristic) AddDistinct(candidates, std::move(c));
+  if (!has_template) {
+    try {
+      auto fused = SparseAutoCandidates(e, operand.tensor.dims, stats.prefix_nnz,
+                                        DenseOnlySizes(e, sizes), request.sparseauto_limit);
+      if (!fused.empty()) report.sources_used.push_back("sparseauto");
+      for (auto& c : fused) AddDistinct(candidates, std::move(c));
+    } catch (const InputError&) {
+      // SparseAuto has nothing to say about this expression; the others still run.
     }
   }
-  return out;
+  const int samples = request.samples >= 0 ? request.samples : model_used ? 0 : 16;
+  if (samples > 0 && (has_template || request.sample_generic)) {
+    CandidateOptions options;
+    options.samples = samples;
+    options.seed = request.seed;
+    const auto sampled = SampleCandidates(report.kernel, e, sizes, operand.fingerprint, options);
+    for (const auto& c : sampled) {
+      if (c.source == "sampled") AddDistinct(candidates, {c.schedule, "", "sampled"});
+    }
+    report.sources_used.push_back("sampled");
+  }
+  return candidates;
+}
+
+// Stores the matrix, every result and the winner, and reports them; returns the winner.
+const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const TuneRequest& request,
+                                    const Operand& operand, const PatternStats& stats,
+                                    const Measured& measured, TuneReport& report) {
+  const std::vector<TuneCandidate>& candidates = measured.candidates;
+  const std::vector<RunResult>& results = measured.results;
+  db.UpsertMatrix(MatrixRecordOf(operand.fingerprint,
+                                 std::filesystem::path(request.path).stem().string(),
+                                 operand.tensor, stats, request.path));
+  int best = -1;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const RunResult& r = results[c];
+    TuneCandidateResult out;
+    out.schedule_json = candidates[c].json;
+    out.source = candidates[c].source;
+    out.status = RunStatusName(r.status);
+    out.message = r.message;
+    if (r.ok()) {
+      out.time_ms = r.time.median_ms;
+      out.pack_ms = r.pack_ms + r.ordering_ms;
+      out.ordering_ms = r.ordering_ms;
+      if (best < 0 || r.time.median_ms < results[best].time.median_ms) best = static_cast<int>(c);
+    }
+    StoreResult(db, key, request.expression.text, candidates[c], r);
+    report.candidates.push_back(out);
+  }
+  if (!results[0].ok() && results[0].status == RunStatus::kWrongResult) {
+    throw InternalError("FixedCSR gave a wrong result on " + request.path + ": " +
+                        results[0].message);
+  }
+  if (best < 0) throw InternalError("no candidate verified on " + request.path);
+  const RunResult& fixed = results[0];
+  const RunResult& repeat = results.back();
+  report.fixed_csr_ms = fixed.ok() ? fixed.time.median_ms : 0;
+  report.fixed_csr_pack_ms = fixed.pack_ms;
+  if (fixed.ok() && repeat.ok())
+    report.noise = std::fabs(fixed.time.median_ms - repeat.time.median_ms) /
+                   std::min(fixed.time.median_ms, repeat.time.median_ms);
+  report.winner_json = candidates[best].json;
+  report.winner_source = candidates[best].source;
+  report.winner_ms = results[best].time.median_ms;
+  report.pack_ms = results[best].pack_ms + results[best].ordering_ms;
+  report.ordering_ms = results[best].ordering_ms;
+  report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
+  const int64_t schedule_id =
+      db.UpsertSchedule(report.kernel, request.expression.text, report.winner_json);
+  db.SetWinner(key, schedule_id, report.winner_ms,
+               fixed.ok() ? std::optional<double>(report.fixed_csr_ms) : std::nullopt);
+  return candidates[best];
 }
 
 }  // namespace
-
-BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what) {
-  if (text == "fail") return BusyPolicy::kFail;
-  if (text == "store") return BusyPolicy::kStore;
-  if (text == "ignore") return BusyPolicy::kIgnore;
-  throw InputError(what + ": expected \"fail\", \"store\" or \"ignore\", not \"" +
-                   text.substr(0, 40) + "\"");
-}
-
-BusyPolicy BusyPolicyFromEnvironment() {
-  const char* value = std::getenv("SPARSETUNE_ON_BUSY");
-  if (!value || !*value) return BusyPolicy::kFail;
-  return ParseBusyPolicy(value, "SPARSETUNE_ON_BUSY");
-}
 
 nlohmann::json TuneReport::ToJson() const {
   nlohmann::json out;
@@ -175,254 +286,50 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   if (!request.emit_dir.empty()) PrepareEmitDirectory(request.emit_dir);
   stage("reading");
   auto t = Clock::now();
-  const CooTensor tensor = ReadTensorFile(request.path);
-  const std::map<std::string, int64_t> sizes = ResolveIndexSizes(e, tensor.dims, request.dense);
-  try {
-    CheckRunFitsInMemory(e, tensor, sizes, request.dtype);
-  } catch (const InputError& error) {
-    throw InputError(request.path, 0, error.cause());
-  }
-  report.fingerprint = PatternFingerprint(tensor);
+  const Operand operand = ReadOperand(request);
+  report.fingerprint = operand.fingerprint;
   report.stage_ms["read"] = MsSince(t);
-  const std::string& kernel = request.kernel;
-  const bool has_template = !kernel.empty() && WacoTemplate::ForKernel(kernel) != nullptr;
-  // The cost model: the shipped models/<kernel> when it is there (skipped when absent), or the
-  // folder named, which must load. Its files are checked before anything is stored.
-  std::string model_dir;
-  if (!request.model_dir.empty() && !has_template)
-    throw InputError(request.model_dir, 0,
-                     "cost models rank SuperSchedules of spmv, spmm, sddmm and mttkrp; " +
-                         report.kernel + " has none");
-  if (has_template && request.use_model) {
-    model_dir = request.model_dir.empty()
-                    ? (std::filesystem::path(DefaultModelsDirectory()) / kernel).string()
-                    : request.model_dir;
-    if (request.model_dir.empty() &&
-        !std::filesystem::exists(std::filesystem::path(model_dir) / kModelManifest))
-      model_dir.clear();
-    if (!model_dir.empty()) ReadModelManifest(model_dir, kernel);
-  }
+  const bool has_template =
+      !request.kernel.empty() && WacoTemplate::ForKernel(request.kernel) != nullptr;
+  const std::string model_dir = ModelDirectory(request, has_template, report.kernel);
   auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
   Jit jit;
   const TuningKey key = TuningKeyOf(report.fingerprint, report.kernel,
                                     db->UpsertMachine(DetectMachine(jit.compiler(), Jit::Flags())),
-                                    e, sizes, request.dtype);
-
-  if (!request.force) {
-    if (auto winner = db->FindWinner(key)) {
-      report.from_db = true;
-      report.winner_json = winner->schedule.canonical_json;
-      report.winner_ms = winner->time_ms;
-      report.fixed_csr_ms = winner->fixed_csr_ms.value_or(0);
-      for (const MeasurementRow& row : db->TopK(key, 1000)) {
-        if (row.schedule.canonical_json == report.winner_json) {
-          report.pack_ms = row.pack_ms;
-          report.winner_source = row.source;
-        }
-        report.candidates.push_back(
-            {row.schedule.canonical_json, row.source, "ok", "", row.median_ms, row.pack_ms});
-      }
-      report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
-      if (!request.emit_dir.empty()) {
-        report.emitted_files =
-            EmitKernel(request.emit_dir, request.kernel, e, sizes, request.dtype,
-                       ParseScheduleText(report.winner_json, "stored winner"), &tensor);
-      }
-      report.tune_ms = MsSince(start);
-      return report;
-    }
+                                    e, operand.sizes, request.dtype);
+  if (!request.force && ReportStoredWinner(*db, key, request, operand, report)) {
+    report.tune_ms = MsSince(start);
+    return report;
   }
 
   stage("candidates");
   t = Clock::now();
-  std::vector<TuneCandidate> candidates;
-  AddDistinct(candidates, {FixedCsrSchedule(e), "", "fixed_csr"});
-  report.sources_used.push_back("fixed_csr");
   // The pattern statistics feed Scorch's heuristic and SparseAuto here and are stored with
   // the matrix below.
-  const PatternStats stats = ComputePatternStats(tensor);
-  {
-    HeuristicInput input;
-    input.sizes = sizes;
-    input.prefix_nnz = stats.prefix_nnz;
-    AddDistinct(candidates, {ScorchSchedule(e, input).schedule, "", "scorch"});
-    report.sources_used.push_back("scorch");
-  }
-  auto grouped = GroupCooCandidates(kernel, e, sizes, tensor.nnz());
-  if (!grouped.empty()) report.sources_used.push_back("groupcoo");
-  for (auto& c : grouped) AddDistinct(candidates, std::move(c));
-  bool model_used = false;
-  if (!model_dir.empty()) {
-    stage("searching");
-    const auto model_start = Clock::now();
-    auto model = LoadCostModel(model_dir, kernel);
-    SearchOptions search;
-    search.ef = request.search_ef;
-    auto index = ScheduleIndex::Open(*model, CacheDirectory() + "/search", search);
-    report.stage_ms["model_load"] = MsSince(model_start);
-    const auto embed_start = Clock::now();
-    const std::vector<float> embedding = model->EmbedMatrix(tensor);
-    report.stage_ms["model_embed"] = MsSince(embed_start);
-    auto waco = WacoTemplate::ForKernel(kernel);
-    const auto& set = model->schedule_set();
-    const auto search_start = Clock::now();
-    const auto ranked = index->Search(
-        embedding, request.top_k,
-        [&](size_t s) { return waco->CheckMember(set[s], sizes).empty(); },
-        &report.model_evaluations);
-    report.stage_ms["model_search"] = MsSince(search_start);
-    for (const auto& r : ranked)
-      AddDistinct(candidates, {waco->ToSchedule(set[r.index]), "", "model"});
-    report.sources_used.push_back("model");
-    report.stage_ms["model"] = MsSince(model_start);
-    model_used = true;
-  }
-  auto heuristic = HeuristicCandidates(kernel, e, sizes);
-  if (!heuristic.empty()) report.sources_used.push_back("heuristic");
-  for (auto& c : heuristic) AddDistinct(candidates, std::move(c));
-  if (!has_template) {
-    try {
-      auto fused = SparseAutoCandidates(e, tensor.dims, stats.prefix_nnz, key.dense,
-                                        request.sparseauto_limit);
-      if (!fused.empty()) report.sources_used.push_back("sparseauto");
-      for (auto& c : fused) AddDistinct(candidates, std::move(c));
-    } catch (const InputError&) {
-      // SparseAuto has nothing to say about this expression; the others still run.
-    }
-  }
-  const int samples = request.samples >= 0 ? request.samples : model_used ? 0 : 16;
-  if (samples > 0 && (has_template || request.sample_generic)) {
-    CandidateOptions options;
-    options.samples = samples;
-    options.seed = request.seed;
-    const auto sampled = SampleCandidates(kernel.empty() ? report.kernel : kernel, e, sizes,
-                                          report.fingerprint, options);
-    for (const auto& c : sampled) {
-      if (c.source == "sampled") AddDistinct(candidates, {c.schedule, "", "sampled"});
-    }
-    report.sources_used.push_back("sampled");
-  }
+  const PatternStats stats = ComputePatternStats(operand.tensor);
+  std::vector<TuneCandidate> candidates =
+      GatherTuneCandidates(request, operand, stats, model_dir, has_template, progress, report);
   report.stage_ms["candidates"] = MsSince(t);
 
-  // FixedCSR twice: two timings of identical code show the run's noise.
-  std::vector<Schedule> schedules;
-  for (const auto& c : candidates) schedules.push_back(c.schedule);
-  schedules.push_back(candidates[0].schedule);
-
-  stage("measuring");
-  t = Clock::now();
-  KernelRunner runner(e, tensor, sizes, request.dtype, jit);
-  ContestOptions contest;
-  contest.run.timing.warmup_runs = 2;
-  contest.run.timing.warmup_ms = 20;
-  contest.run.timing.min_reps = 10;
-  contest.run.timing.min_total_ms = 100;
-  // Candidates 3x behind the best (SDDMM samples run seconds where the best runs 20 ms) are
-  // not timed to the full count: their medians are rough, and they were never going to win.
-  contest.run.timing.drop_slower_than = 3;
-  {
-    // FixedCSR's first run scales the limit: large operands are allowed longer runs.
-    RunOptions probe;
-    const PreparedKernel fixed = runner.Prepare(candidates[0].schedule, probe);
-    contest.run.timing.max_ms_per_run = std::max(request.max_ms, 20 * fixed.result().verify_run_ms);
-  }
-  contest.seed = request.seed;
-  if (request.on_busy == BusyPolicy::kIgnore) contest.run.timing.disturbance_retries = 0;
-  ContestObserver observer;
-  observer.after_step = progress.step;
-  std::vector<RunResult> results = MeasureTogether(runner, schedules, jit, contest, observer);
-  // A winner from disturbed measurements is no winner: each group was already timed again
-  // while it looked disturbed (TimingOptions::disturbance_retries); if the times still were,
-  // or the two timings of identical FixedCSR code disagree, everything is measured once more.
-  std::string disturbance = DisturbanceOf(results);
-  if (!disturbance.empty() && request.on_busy != BusyPolicy::kIgnore) {
-    stage("measuring again (" + disturbance + ")");
-    results = MeasureTogether(runner, schedules, jit, contest, observer);
-    report.measure_attempts = 2;
-    disturbance = DisturbanceOf(results);
-  }
-  report.stage_ms["measure"] = MsSince(t);
-  if (!disturbance.empty()) {
-    report.disturbed = true;
-    report.disturbance = disturbance;
-    if (request.on_busy == BusyPolicy::kFail)
-      throw MachineBusyError("the machine was busy while measuring " + request.path + " (" +
-                             disturbance + ", after measuring " +
-                             std::to_string(report.measure_attempts) +
-                             " times): nothing was stored; tune again on a quiet machine, or "
-                             "store it anyway with --on-busy store");
-  }
-  // Round two: orderings of the best schedules, timed together with them. Its times replace
-  // the first round's for the schedules it measures again, so the winner is chosen among
-  // times taken side by side.
-  const std::vector<TuneCandidate> ordered =
-      tensor.order() == 2 ? OrderedVariants(candidates, results, tensor, request.orderings, 2)
-                          : std::vector<TuneCandidate>{};
-  if (ordered.size() > 1) {
-    stage("ordering");
-    t = Clock::now();
-    std::vector<Schedule> second;
-    for (const auto& c : ordered) second.push_back(c.schedule);
-    const std::vector<RunResult> again = MeasureTogether(runner, second, jit, contest, observer);
-    for (size_t o = 0; o < ordered.size(); ++o) {
-      auto same = std::find_if(candidates.begin(), candidates.end(),
-                               [&](const TuneCandidate& c) { return c.json == ordered[o].json; });
-      if (same != candidates.end()) {
-        results[same - candidates.begin()] = again[o];
-      } else {
-        candidates.push_back(ordered[o]);
-        results.insert(results.end() - 1, again[o]);  // the FixedCSR repeat stays last
-      }
-    }
-    report.stage_ms["ordering"] = MsSince(t);
-  }
+  MeasuringOptions measuring;
+  measuring.path = request.path;
+  measuring.max_ms = request.max_ms;
+  measuring.seed = request.seed;
+  measuring.on_busy = request.on_busy;
+  measuring.orderings = request.orderings;
+  const Measured measured = MeasureCandidates(e, operand.tensor, operand.sizes, request.dtype, jit,
+                                              std::move(candidates), measuring, progress);
+  for (const auto& [name, ms] : measured.stage_ms) report.stage_ms[name] = ms;
+  report.measure_attempts = measured.attempts;
+  report.disturbed = !measured.disturbance.empty();
+  report.disturbance = measured.disturbance;
 
   stage("storing");
-  db->UpsertMatrix(MatrixRecordOf(report.fingerprint,
-                                  std::filesystem::path(request.path).stem().string(), tensor,
-                                  stats, request.path));
-  int best = -1;
-  for (size_t c = 0; c < candidates.size(); ++c) {
-    const RunResult& r = results[c];
-    TuneCandidateResult out;
-    out.schedule_json = candidates[c].json;
-    out.source = candidates[c].source;
-    out.status = RunStatusName(r.status);
-    out.message = r.message;
-    if (r.ok()) {
-      out.time_ms = r.time.median_ms;
-      out.pack_ms = r.pack_ms + r.ordering_ms;
-      out.ordering_ms = r.ordering_ms;
-      if (best < 0 || r.time.median_ms < results[best].time.median_ms) best = static_cast<int>(c);
-    }
-    StoreResult(*db, key, e.text, candidates[c], r);
-    report.candidates.push_back(out);
-  }
-  if (!results[0].ok() && results[0].status == RunStatus::kWrongResult) {
-    throw InternalError("FixedCSR gave a wrong result on " + request.path + ": " +
-                        results[0].message);
-  }
-  if (best < 0) throw InternalError("no candidate verified on " + request.path);
-  const RunResult& fixed = results[0];
-  const RunResult& repeat = results.back();
-  report.fixed_csr_ms = fixed.ok() ? fixed.time.median_ms : 0;
-  report.fixed_csr_pack_ms = fixed.pack_ms;
-  if (fixed.ok() && repeat.ok())
-    report.noise = std::fabs(fixed.time.median_ms - repeat.time.median_ms) /
-                   std::min(fixed.time.median_ms, repeat.time.median_ms);
-  report.winner_json = candidates[best].json;
-  report.winner_source = candidates[best].source;
-  report.winner_ms = results[best].time.median_ms;
-  report.pack_ms = results[best].pack_ms + results[best].ordering_ms;
-  report.ordering_ms = results[best].ordering_ms;
-  report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
-  const int64_t schedule_id = db->UpsertSchedule(report.kernel, e.text, report.winner_json);
-  db->SetWinner(key, schedule_id, report.winner_ms,
-                fixed.ok() ? std::optional<double>(report.fixed_csr_ms) : std::nullopt);
+  const TuneCandidate& winner = StoreAndReport(*db, key, request, operand, stats, measured, report);
   if (!request.emit_dir.empty()) {
     stage("emitting");
-    report.emitted_files = EmitKernel(request.emit_dir, request.kernel, e, sizes, request.dtype,
-                                      candidates[best].schedule, &tensor);
+    report.emitted_files = EmitKernel(request.emit_dir, request.kernel, e, operand.sizes,
+                                      request.dtype, winner.schedule, &operand.tensor);
   }
   report.tune_ms = MsSince(start);
   return report;

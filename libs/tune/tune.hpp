@@ -1,5 +1,6 @@
-// One tune, end to end: fingerprint, database lookup, candidates, pack, compile, verify, time
-// side by side, store, report. The database-only query that build scripts call is query.hpp.
+// One tune, end to end: read the operand, answer from the database when a winner is stored,
+// else gather candidates, measure them (measuring.hpp), store every result and the winner
+// (storing.hpp), report and emit.
 #pragma once
 
 #include <cstdint>
@@ -16,26 +17,10 @@
 #include "base/dtype.hpp"
 #include "ir/expression.hpp"
 #include "tensor/permutation.hpp"
+#include "tune/measuring.hpp"
 #include "tune/storing.hpp"  // KernelKey: the report's kernel
 
 namespace sparsetune {
-
-// What tune does about a busy machine (other processes holding the cores): measure again and,
-// when the measurements stay disturbed, fail and store nothing (kFail, the default) or store
-// the winner with the report saying it was disturbed (kStore); or measure once and store
-// whatever the machine did, saying so (kIgnore: for test suites and machines shared on
-// purpose). $SPARSETUNE_ON_BUSY ("fail", "store" or "ignore") sets the default; anything else
-// there is an InputError.
-enum class BusyPolicy { kFail, kStore, kIgnore };
-BusyPolicy BusyPolicyFromEnvironment();
-BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what);
-
-// Thrown by Tune when the measurements stayed disturbed under BusyPolicy::kFail; nothing was
-// stored. The command ends with exit code 3 (its environment failed it).
-class MachineBusyError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct TuneRequest {
   std::string path;    // the sparse matrix or tensor file
@@ -56,13 +41,9 @@ struct TuneRequest {
   int top_k = 10;       // cost-model candidates, when a model is available
   int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
-  // Orderings tried on the best schedules of the first round, in a second round timed with
-  // them: by default degree and RCM, and METIS partitions up to kPartitionOrderingMaxNnz
-  // nonzeros (Louvain communities take minutes on large graphs: only when asked).
+  // Orderings tried on the best schedules of the first round (measuring.hpp).
   std::vector<OrderingKind> orderings = DefaultOrderings();
-  static std::vector<OrderingKind> DefaultOrderings() {
-    return {OrderingKind::kDegree, OrderingKind::kRcm, OrderingKind::kPartition};
-  }
+  static std::vector<OrderingKind> DefaultOrderings() { return sparsetune::DefaultOrderings(); }
   bool force = false;  // measure again even when a winner is stored
   uint64_t seed = 1;
   std::string emit_dir;  // non-empty: write the winner's standalone kernel there
@@ -78,9 +59,6 @@ struct TuneCandidateResult {
   double pack_ms = 0;      // ordering and packing
   double ordering_ms = 0;  // of which ordering
 };
-
-// Orderings beyond this many nonzeros are not computed by default for the partition ordering.
-constexpr int64_t kPartitionOrderingMaxNnz = 4000000;
 
 struct TuneReport {
   std::string kernel;  // the database's kernel key ("spmv", or "expr:" + expression)
@@ -111,12 +89,6 @@ struct TuneReport {
   double speedup_vs_fixed_csr() const { return winner_ms > 0 ? fixed_csr_ms / winner_ms : 0; }
   // The DESIGN.md contract fields and more.
   nlohmann::json ToJson() const;
-};
-
-// What a long tune tells its caller while it runs.
-struct TuneProgress {
-  std::function<void(const std::string& stage)> stage;
-  std::function<void(size_t done, size_t total)> step;
 };
 
 // Tunes, stores and reports. Bad input (unreadable matrix, bad sizes, unreadable database)

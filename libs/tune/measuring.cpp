@@ -1,0 +1,189 @@
+#include "tune/measuring.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/elapsed.hpp"
+#include "base/errors.hpp"
+#include "measure/contest.hpp"
+#include "ordering/ordering.hpp"
+
+namespace sparsetune {
+
+namespace {
+
+// Two timings of identical code (FixedCSR measured twice) that differ by more than this share
+// and by kTwinExcessMs say the machine was busy, whatever the probe saw.
+constexpr double kTwinNoiseLimit = 0.5;
+constexpr double kTwinExcessMs = 0.02;
+
+// Why a contest's times cannot pick a winner, or "": a group's timing still disturbed, or the
+// FixedCSR twins (the first and the last schedule) far apart.
+std::string DisturbanceOf(const std::vector<RunResult>& results) {
+  for (const RunResult& r : results) {
+    if (r.ok() && r.time.disturbed) return r.time.disturbance;
+  }
+  const RunResult& fixed = results.front();
+  const RunResult& twin = results.back();
+  if (results.size() > 1 && fixed.ok() && twin.ok()) {
+    const double a = fixed.time.median_ms, b = twin.time.median_ms;
+    if (std::fabs(a - b) > kTwinExcessMs && std::fabs(a - b) > kTwinNoiseLimit * std::min(a, b)) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "two timings of the same FixedCSR kernel differ: %.4g and %.4g ms", a, b);
+      return text;
+    }
+  }
+  return "";
+}
+
+// The second round: the best `count` verified schedules of the first, each renumbered by every
+// ordering that applies to this matrix, to be timed together with them.
+std::vector<TuneCandidate> OrderedVariants(const std::vector<TuneCandidate>& candidates,
+                                           const std::vector<RunResult>& results,
+                                           const CooTensor& tensor,
+                                           const std::vector<OrderingKind>& orderings,
+                                           size_t count) {
+  std::vector<OrderingKind> apply;
+  for (OrderingKind kind : orderings) {
+    if (kind == OrderingKind::kPartition && tensor.nnz() > kPartitionOrderingMaxNnz &&
+        orderings == DefaultOrderings())
+      continue;
+    if (OrderingRefusal(tensor, kind).empty()) apply.push_back(kind);
+  }
+  std::vector<size_t> ranked;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    if (results[c].ok() && candidates[c].schedule.ordering == OrderingKind::kNone)
+      ranked.push_back(c);
+  }
+  std::sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+    return results[a].time.median_ms < results[b].time.median_ms;
+  });
+  if (ranked.size() > count) ranked.resize(count);
+  std::vector<TuneCandidate> out;
+  if (apply.empty()) return out;
+  for (size_t c : ranked) {
+    AddDistinct(out, candidates[c]);
+    for (OrderingKind kind : apply) {
+      TuneCandidate variant = candidates[c];
+      variant.schedule.ordering = kind;
+      variant.source += std::string("+") + OrderingName(kind);
+      AddDistinct(out, std::move(variant));
+    }
+  }
+  return out;
+}
+
+// Tune's timing protocol: a longer warm-up and more repeats than a collection's.
+ContestOptions TuneContest(KernelRunner& runner, const TuneCandidate& fixed_csr,
+                           const MeasuringOptions& options) {
+  ContestOptions contest;
+  contest.run.timing.warmup_runs = 2;
+  contest.run.timing.warmup_ms = 20;
+  contest.run.timing.min_reps = 10;
+  contest.run.timing.min_total_ms = 100;
+  // Candidates 3x behind the best (SDDMM samples run seconds where the best runs 20 ms) are
+  // not timed to the full count: their medians are rough, and they were never going to win.
+  contest.run.timing.drop_slower_than = 3;
+  {
+    // FixedCSR's first run scales the limit: large operands are allowed longer runs.
+    RunOptions probe;
+    const PreparedKernel fixed = runner.Prepare(fixed_csr.schedule, probe);
+    contest.run.timing.max_ms_per_run = std::max(options.max_ms, 20 * fixed.result().verify_run_ms);
+  }
+  contest.seed = options.seed;
+  if (options.on_busy == BusyPolicy::kIgnore) contest.run.timing.disturbance_retries = 0;
+  return contest;
+}
+
+// Round two: orderings of the best schedules, timed together with them. Its times replace the
+// first round's for the schedules it measures again, so the winner is chosen among times taken
+// side by side.
+void MeasureOrderings(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
+                      const ContestObserver& observer, const MeasuringOptions& options,
+                      const TuneProgress& progress, Measured& m) {
+  const CooTensor& tensor = runner.sparse();
+  const std::vector<TuneCandidate> ordered =
+      tensor.order() == 2 ? OrderedVariants(m.candidates, m.results, tensor, options.orderings, 2)
+                          : std::vector<TuneCandidate>{};
+  if (ordered.size() <= 1) return;
+  if (progress.stage) progress.stage("ordering");
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Schedule> second;
+  for (const auto& c : ordered) second.push_back(c.schedule);
+  const std::vector<RunResult> again = MeasureTogether(runner, second, jit, contest, observer);
+  for (size_t o = 0; o < ordered.size(); ++o) {
+    auto same = std::find_if(m.candidates.begin(), m.candidates.end(),
+                             [&](const TuneCandidate& c) { return c.json == ordered[o].json; });
+    if (same != m.candidates.end()) {
+      m.results[same - m.candidates.begin()] = again[o];
+    } else {
+      m.candidates.push_back(ordered[o]);
+      m.results.insert(m.results.end() - 1, again[o]);  // the FixedCSR repeat stays last
+    }
+  }
+  m.stage_ms["ordering"] = MsSince(start);
+}
+
+}  // namespace
+
+std::vector<OrderingKind> DefaultOrderings() {
+  return {OrderingKind::kDegree, OrderingKind::kRcm, OrderingKind::kPartition};
+}
+
+BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what) {
+  if (text == "fail") return BusyPolicy::kFail;
+  if (text == "store") return BusyPolicy::kStore;
+  if (text == "ignore") return BusyPolicy::kIgnore;
+  throw InputError(what + ": expected \"fail\", \"store\" or \"ignore\", not \"" +
+                   text.substr(0, 40) + "\"");
+}
+
+BusyPolicy BusyPolicyFromEnvironment() {
+  const char* value = std::getenv("SPARSETUNE_ON_BUSY");
+  if (!value || !*value) return BusyPolicy::kFail;
+  return ParseBusyPolicy(value, "SPARSETUNE_ON_BUSY");
+}
+
+Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor,
+                           const IndexSizes& sizes, DType dtype, Jit& jit,
+                           std::vector<TuneCandidate> candidates, const MeasuringOptions& options,
+                           const TuneProgress& progress) {
+  Measured m;
+  m.candidates = std::move(candidates);
+  // FixedCSR twice: two timings of identical code show the run's noise.
+  std::vector<Schedule> schedules;
+  for (const auto& c : m.candidates) schedules.push_back(c.schedule);
+  schedules.push_back(m.candidates[0].schedule);
+
+  if (progress.stage) progress.stage("measuring");
+  const auto start = std::chrono::steady_clock::now();
+  KernelRunner runner(expression, tensor, sizes, dtype, jit);
+  const ContestOptions contest = TuneContest(runner, m.candidates[0], options);
+  ContestObserver observer;
+  observer.after_step = progress.step;
+  m.results = MeasureTogether(runner, schedules, jit, contest, observer);
+  // A winner from disturbed measurements is no winner: each group was already timed again
+  // while it looked disturbed (TimingOptions::disturbance_retries); if the times still were,
+  // or the two timings of identical FixedCSR code disagree, everything is measured once more.
+  m.disturbance = DisturbanceOf(m.results);
+  if (!m.disturbance.empty() && options.on_busy != BusyPolicy::kIgnore) {
+    if (progress.stage) progress.stage("measuring again (" + m.disturbance + ")");
+    m.results = MeasureTogether(runner, schedules, jit, contest, observer);
+    m.attempts = 2;
+    m.disturbance = DisturbanceOf(m.results);
+  }
+  m.stage_ms["measure"] = MsSince(start);
+  if (!m.disturbance.empty() && options.on_busy == BusyPolicy::kFail)
+    throw MachineBusyError("the machine was busy while measuring " + options.path + " (" +
+                           m.disturbance + ", after measuring " + std::to_string(m.attempts) +
+                           " times): nothing was stored; tune again on a quiet machine, or "
+                           "store it anyway with --on-busy store");
+  MeasureOrderings(runner, jit, contest, observer, options, progress, m);
+  return m;
+}
+
+}  // namespace sparsetune

@@ -1,0 +1,76 @@
+// A tune's measuring: every candidate packed, compiled, verified and timed side by side (with
+// FixedCSR twice, whose two timings show the run's noise), measured again while the machine
+// looked busy, then the best schedules timed again with each ordering of rows and columns.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "jit/jit.hpp"
+#include "measure/runner.hpp"
+#include "tensor/permutation.hpp"
+#include "tune/candidates.hpp"
+
+namespace sparsetune {
+
+// What tune does about a busy machine (other processes holding the cores): measure again and,
+// when the measurements stay disturbed, fail and store nothing (kFail, the default) or store
+// the winner with the report saying it was disturbed (kStore); or measure once and store
+// whatever the machine did, saying so (kIgnore: for test suites and machines shared on
+// purpose). $SPARSETUNE_ON_BUSY ("fail", "store" or "ignore") sets the default; anything else
+// there is an InputError.
+enum class BusyPolicy { kFail, kStore, kIgnore };
+BusyPolicy BusyPolicyFromEnvironment();
+BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what);
+
+// Thrown when the measurements stayed disturbed under BusyPolicy::kFail; nothing was stored.
+// The command ends with exit code 3 (its environment failed it).
+class MachineBusyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a long tune tells its caller while it runs.
+struct TuneProgress {
+  std::function<void(const std::string& stage)> stage;
+  std::function<void(size_t done, size_t total)> step;
+};
+
+// Orderings beyond this many nonzeros are not computed by default for the partition ordering.
+constexpr int64_t kPartitionOrderingMaxNnz = 4000000;
+
+// Orderings tried on the best schedules of the first round, in a second round timed with
+// them: degree and RCM, and METIS partitions up to kPartitionOrderingMaxNnz nonzeros (Louvain
+// communities take minutes on large graphs: only when asked).
+std::vector<OrderingKind> DefaultOrderings();
+
+struct MeasuringOptions {
+  std::string path;      // the operand's file, for messages
+  double max_ms = 1000;  // a run slower than this (and than 20 times FixedCSR's first) stops
+  uint64_t seed = 1;
+  BusyPolicy on_busy = BusyPolicy::kFail;
+  std::vector<OrderingKind> orderings = DefaultOrderings();
+};
+
+struct Measured {
+  // The candidates (FixedCSR first), the ordered variants of the second round after them.
+  std::vector<TuneCandidate> candidates;
+  // One per candidate, then FixedCSR's repeat.
+  std::vector<RunResult> results;
+  int attempts = 1;                        // how many times the first round was measured
+  std::string disturbance;                 // why the times stayed disturbed ("" when they did not)
+  std::map<std::string, double> stage_ms;  // "measure", and "ordering" for the second round
+};
+
+// Measures `candidates` (FixedCSR first) on `tensor`. Throws MachineBusyError when the times
+// stay disturbed under BusyPolicy::kFail.
+Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor,
+                           const IndexSizes& sizes, DType dtype, Jit& jit,
+                           std::vector<TuneCandidate> candidates, const MeasuringOptions& options,
+                           const TuneProgress& progress);
+
+}  // namespace sparsetune
