@@ -192,7 +192,7 @@ void RunBench(const BenchOptions& o) {
   };
   add_schedule("fixed_csr", FixedCsrSchedule(k.expression));
   int h = 0;
-  for (const auto& c : HeuristicCandidates(k.name, k.expression, sizes))
+  for (const auto& c : LibraryRuleCandidates(k.name, k.expression, sizes))
     add_schedule("heuristic_" + std::to_string(++h), c.schedule);
   {
     HeuristicInput input;

@@ -36,9 +36,9 @@ int64_t SplitUpTo(int64_t size, int64_t limit) {
 
 }  // namespace
 
-std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
-                                               const Expression& expression,
-                                               const std::map<std::string, int64_t>& sizes) {
+std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
+                                                 const Expression& expression,
+                                                 const std::map<std::string, int64_t>& sizes) {
   std::vector<nlohmann::json> schedules;
   if (kernel == "spmv") {
     for (int unroll : {1, 4}) {

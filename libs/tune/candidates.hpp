@@ -1,4 +1,5 @@
-// Where a tune's candidates come from, besides the cost model's search.
+// Schedules from rules, besides the cost model's search: those taken from the fastest
+// libraries, Insum's GroupCOO and SparseAuto's survivors.
 #pragma once
 
 #include <cstdint>
@@ -12,18 +13,21 @@
 namespace sparsetune {
 
 struct TuneCandidate {
-  Schedule schedule;   // canonical
-  std::string json;    // canonical JSON
-  std::string source;  // fixed_csr, heuristic, sampled, sparseauto, model
+  Schedule schedule;  // canonical
+  std::string json;   // canonical JSON
+  // The source's tag, stored with each measurement: fixed_csr, heuristic (the library rules),
+  // scorch, groupcoo, model, sparseauto, sampled; ordered variants add "+" and the ordering.
+  std::string source;
 };
 
 // A few schedules that are strong on most patterns, from what the fastest library kernels do:
 // narrow coordinates, nonzero-balanced rows, several partial sums, sliced rows (SELL-C) for
 // SpMV; register tiles of the output row for SpMM and MTTKRP; a transposed C for SDDMM. Only
-// those that lower for the kernel are returned; empty for kernels without such rules.
-std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
-                                               const Expression& expression,
-                                               const std::map<std::string, int64_t>& sizes);
+// those that lower for the kernel are returned; empty for kernels without such rules. Stored
+// under the source tag "heuristic", as databases already hold them.
+std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
+                                                 const Expression& expression,
+                                                 const std::map<std::string, int64_t>& sizes);
 
 // Insum's fixed-length formats for spmv and spmm: GroupCOO(G) (each row's nonzeros in groups of
 // G, the last padded) with G at sqrt(nnz / rows) rounded to a power of two and its two

@@ -150,9 +150,10 @@ std::vector<TuneCandidate> GatherTuneCandidates(const TuneRequest& request, cons
     report.stage_ms["model"] = MsSince(model_start);
     model_used = true;
   }
-  auto heuristic = HeuristicCandidates(kernel, e, sizes);
-  if (!heuristic.empty()) report.sources_used.push_back("heuristic");
-  for (auto& c : heuristic) AddDistinct(candidates, std::move(c));
+  // The library rules keep the tag "heuristic", as databases already hold them.
+  auto rules = LibraryRuleCandidates(kernel, e, sizes);
+  if (!rules.empty()) report.sources_used.push_back("heuristic");
+  for (auto& c : rules) AddDistinct(candidates, std::move(c));
   if (!has_template) {
     try {
       auto fused = SparseAutoCandidates(e, operand.tensor.dims, stats.prefix_nnz,
