@@ -20,19 +20,16 @@
 #include "base/errors.hpp"
 #include "base/threads.hpp"
 #include "baselines/baseline.hpp"
-#include "collect/candidates.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "heuristic/scorch.hpp"
 #include "io/read.hpp"
 #include "jit/jit.hpp"
 #include "measure/runner.hpp"
 #include "measure/timing.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
-#include "tune/candidates.hpp"
+#include "tune/candidate_sources.hpp"
 #include "tune/query.hpp"
-#include "tune/tune.hpp"
 
 namespace sparsetune::cli {
 
@@ -139,6 +136,95 @@ bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, st
   return true;
 }
 
+// sparsetune's contenders, each named for the table: FixedCSR, the library rules, Scorch's
+// schedule, GroupCOO, the stored winner, the given schedules and sampled ones.
+void AddScheduleContenders(const ResolvedKernel& k, const CooTensor& tensor,
+                           const IndexSizes& sizes, const BenchOptions& o,
+                           const std::vector<Schedule>& given,
+                           const std::function<void(const std::string&, Schedule)>& add_schedule) {
+  CandidateContext context;
+  context.kernel = context.kernel_key = k.name;
+  context.expression = &k.expression;
+  context.sizes = sizes;
+  context.tensor = &tensor;
+  context.fingerprint = PatternFingerprint(tensor);
+  context.prefix_nnz = ComputePatternStats(tensor, StatsDetail::kLinear).prefix_nnz;
+  auto propose = [&](const std::unique_ptr<CandidateSource>& source) {
+    return source->Propose(context).value_or(std::vector<TuneCandidate>{});
+  };
+  add_schedule("fixed_csr", FixedCsrSchedule(k.expression));
+  int h = 0;
+  for (const auto& c : propose(LibraryRuleSource()))
+    add_schedule("heuristic_" + std::to_string(++h), c.schedule);
+  add_schedule("scorch", propose(ScorchSource()).front().schedule);
+  for (const auto& c : propose(GroupCooSource())) {
+    const auto& grouped = c.schedule.groups;
+    std::string name = c.schedule.splits.count("i") ? "blockgroupcoo_" : "groupcoo_";
+    add_schedule(name + std::to_string(grouped.empty() ? 1 : grouped.begin()->second), c.schedule);
+  }
+  {
+    QueryRequest q;
+    q.fingerprint = context.fingerprint;
+    q.kernel = k.name;
+    q.expression = k.expression;
+    q.dense = k.dense_sizes;
+    q.dtype = k.dtype;
+    q.db_path = DatabasePathOrDefault(o.db);
+    const QueryAnswer answer = Query(q);
+    if (answer.hit)
+      add_schedule("tuned", Schedule::FromJson(nlohmann::json::parse(answer.winner_json), "db"));
+  }
+  for (size_t s = 0; s < given.size(); ++s) add_schedule(o.schedules[s], given[s]);
+  if (o.samples > 0) {
+    SampleOptions options;
+    options.samples = o.samples;
+    int n = 0;
+    for (const auto& c : propose(SampledSource(options)))
+      add_schedule("sampled_" + std::to_string(++n), c.schedule);
+  }
+}
+
+// The libraries and textbook kernels beside sparsetune's, each verified on its first call;
+// returns them (the contenders call into them).
+std::vector<std::unique_ptr<Baseline>> AddLibraryContenders(
+    const ResolvedKernel& k, const CooTensor& tensor, const IndexSizes& sizes, int threads,
+    KernelRunner& runner, Jit& jit, std::vector<std::unique_ptr<Contender>>& contenders) {
+  const ReferenceResult& ref = runner.reference();
+  std::vector<std::unique_ptr<Baseline>> libraries;
+  BaselineOperands operands;
+  operands.kernel = k.name;
+  operands.expression = &k.expression;
+  operands.sparse = &tensor;
+  operands.inputs = &runner.inputs();
+  operands.sizes = sizes;
+  operands.dtype = k.dtype;
+  operands.threads = threads;
+  operands.jit = &jit;
+  libraries = MakeBaselines(operands);
+  for (auto& library : libraries) {
+    auto c = std::make_unique<Contender>();
+    c->name = library->name();
+    c->kind = library->kind();
+    // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
+    // its first call is the one verified.
+    try {
+      library->Prepare();
+      library->Call();
+      c->verified = Matches(library->Output(), ref, k.dtype, &c->message);
+    } catch (const std::exception& e) {
+      c->message = e.what();
+    }
+    c->prepare_ms = library->prepare_ms;
+    c->version = library->version;
+    c->method = library->method;
+    c->flags = library->flags;
+    Baseline* raw = library.get();
+    c->call = [raw] { raw->Call(); };
+    contenders.push_back(std::move(c));
+  }
+  return libraries;
+}
+
 void RunBench(const BenchOptions& o) {
   ResolvedKernel k = ResolveKernel(o.kernel);
   if (o.libraries && !HasBaselines(k.name))
@@ -164,7 +250,7 @@ void RunBench(const BenchOptions& o) {
   const IndexSizes sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
   Jit jit;
   KernelRunner runner(k.expression, tensor, sizes, k.dtype, jit);
-  const ReferenceResult& ref = runner.reference();
+  runner.reference();  // what every contender is verified against, computed first
   const std::string jit_flags = jit.compiler_version() + " " + Jit::Flags();
 
   std::vector<std::unique_ptr<Contender>> contenders;
@@ -190,77 +276,10 @@ void RunBench(const BenchOptions& o) {
     c->call = [&prepared, index] { prepared[index].Call(); };
     contenders.push_back(std::move(c));
   };
-  add_schedule("fixed_csr", FixedCsrSchedule(k.expression));
-  int h = 0;
-  for (const auto& c : LibraryRuleCandidates(k.name, k.expression, sizes))
-    add_schedule("heuristic_" + std::to_string(++h), c.schedule);
-  {
-    HeuristicInput input;
-    input.sizes = sizes;
-    input.prefix_nnz = ComputePatternStats(tensor, StatsDetail::kLinear).prefix_nnz;
-    add_schedule("scorch", ScorchSchedule(k.expression, input).schedule);
-  }
-  for (const auto& c : GroupCooCandidates(k.name, k.expression, sizes, tensor.nnz())) {
-    const auto& grouped = c.schedule.groups;
-    std::string name = c.schedule.splits.count("i") ? "blockgroupcoo_" : "groupcoo_";
-    add_schedule(name + std::to_string(grouped.empty() ? 1 : grouped.begin()->second), c.schedule);
-  }
-  {
-    QueryRequest q;
-    q.fingerprint = PatternFingerprint(tensor);
-    q.kernel = k.name;
-    q.expression = k.expression;
-    q.dense = k.dense_sizes;
-    q.dtype = k.dtype;
-    q.db_path = DatabasePathOrDefault(o.db);
-    const QueryAnswer answer = Query(q);
-    if (answer.hit)
-      add_schedule("tuned", Schedule::FromJson(nlohmann::json::parse(answer.winner_json), "db"));
-  }
-  for (size_t s = 0; s < extra.size(); ++s) add_schedule(o.schedules[s], extra[s]);
-  if (o.samples > 0) {
-    CandidateOptions options;
-    options.samples = o.samples;
-    int n = 0;
-    for (const auto& c :
-         SampleCandidates(k.name, k.expression, sizes, PatternFingerprint(tensor), options)) {
-      if (c.source == "sampled") add_schedule("sampled_" + std::to_string(++n), c.schedule);
-    }
-  }
+  AddScheduleContenders(k, tensor, sizes, o, extra, add_schedule);
   std::vector<std::unique_ptr<Baseline>> libraries;
-  if (o.libraries) {
-    BaselineOperands operands;
-    operands.kernel = k.name;
-    operands.expression = &k.expression;
-    operands.sparse = &tensor;
-    operands.inputs = &runner.inputs();
-    operands.sizes = sizes;
-    operands.dtype = k.dtype;
-    operands.threads = threads;
-    operands.jit = &jit;
-    libraries = MakeBaselines(operands);
-    for (auto& library : libraries) {
-      auto c = std::make_unique<Contender>();
-      c->name = library->name();
-      c->kind = library->kind();
-      // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
-      // its first call is the one verified.
-      try {
-        library->Prepare();
-        library->Call();
-        c->verified = Matches(library->Output(), ref, k.dtype, &c->message);
-      } catch (const std::exception& e) {
-        c->message = e.what();
-      }
-      c->prepare_ms = library->prepare_ms;
-      c->version = library->version;
-      c->method = library->method;
-      c->flags = library->flags;
-      Baseline* raw = library.get();
-      c->call = [raw] { raw->Call(); };
-      contenders.push_back(std::move(c));
-    }
-  }
+  if (o.libraries)
+    libraries = AddLibraryContenders(k, tensor, sizes, threads, runner, jit, contenders);
 
   // Only verified contenders are timed, all together.
   PinOpenMpThreads();

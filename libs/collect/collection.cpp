@@ -11,7 +11,6 @@
 #include "base/errors.hpp"
 #include "base/threads.hpp"
 #include "codegen/codegen.hpp"
-#include "collect/candidates.hpp"
 #include "collect/restart_watchdog.hpp"
 #include "db/database.hpp"
 #include "db/machine.hpp"
@@ -23,6 +22,8 @@
 #include "measure/timing.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
+#include "tune/candidate_sources.hpp"
+#include "tune/storing.hpp"
 
 namespace sparsetune {
 
@@ -91,11 +92,6 @@ nlohmann::json CollectReport::ToJson() const {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// "format_refused" of "format_refused: padding ...".
-std::string ReasonOf(const std::string& failure) {
-  return failure.substr(0, failure.find(':'));
-}
 
 class Collection {
  public:
@@ -173,35 +169,18 @@ class Collection {
       return;
     }
     const std::string fingerprint = PatternFingerprint(tensor);
-    MatrixRecord matrix;
-    matrix.fingerprint = fingerprint;
-    matrix.name = progress_.matrix_name;
-    matrix.dims = tensor.dims;
-    matrix.nnz = tensor.nnz();
-    matrix.stats = PatternStatsToJson(ComputePatternStats(tensor));
-    matrix.source_path = files_[m].origin;
-    db_->UpsertMatrix(matrix);
-
-    TuningKey key;
-    key.fingerprint = fingerprint;
-    key.kernel = request_.kernel;
-    key.machine_id = machine_id_;
-    for (const auto& index : request_.expression.DenseOnlyIndices())
-      key.dense[index] = sizes.at(index);
-    key.dtype = request_.dtype;
+    db_->UpsertMatrix(MatrixRecordOf(fingerprint, progress_.matrix_name, tensor,
+                                     ComputePatternStats(tensor), files_[m].origin));
+    const TuningKey key = TuningKeyOf(fingerprint, request_.kernel, machine_id_,
+                                      request_.expression, sizes, request_.dtype);
 
     Status("sampling");
-    CandidateOptions candidate_options;
-    candidate_options.samples = request_.samples;
-    candidate_options.seed = request_.seed;
-    candidate_options.uniform = request_.uniform;
-    const std::vector<Candidate> candidates = SampleCandidates(
-        request_.kernel, request_.expression, sizes, fingerprint, candidate_options);
+    const std::vector<TuneCandidate> candidates = Sample(tensor, sizes, fingerprint);
     progress_.total -= request_.samples + 1 - int64_t(candidates.size());
     const std::set<std::string> stored = db_->MeasuredScheduleHashes(key, true);
-    std::vector<const Candidate*> pending;
+    std::vector<const TuneCandidate*> pending;
     for (const auto& c : candidates) {
-      if (!stored.count(c.hash)) {
+      if (!stored.count(ScheduleHash(c.json))) {
         pending.push_back(&c);
       } else if (tally_.recounted > 0) {
         --tally_.recounted;
@@ -238,25 +217,11 @@ class Collection {
     if (watchdog_) watchdog_->Disarm();
     for (size_t s = 0; s < pending.size(); ++s) {
       const RunResult& r = results[s];
+      StoreResult(*db_, key, request_.expression.text, *pending[s], r);
       if (r.ok()) {
-        MeasurementRecord record;
-        record.key = key;
-        record.expression = request_.expression.text;
-        record.schedule_json = pending[s]->json;
-        record.median_ms = r.time.median_ms;
-        record.min_ms = r.time.min_ms;
-        record.max_ms = r.time.max_ms;
-        record.reps = r.time.reps;
-        record.pack_ms = r.pack_ms;
-        record.compile_ms = r.compile_ms;
-        record.verified = r.verified;
-        record.source = pending[s]->source;
-        db_->RecordMeasurement(record);
         ++tally_.measured;
       } else {
-        const std::string reason = std::string(RunStatusName(r.status)) + ": " + r.message;
-        db_->RecordFailure(FailureOf(key, *pending[s], reason));
-        ++tally_.failed[ReasonOf(reason)];
+        ++tally_.failed[RunStatusName(r.status)];
       }
       Progressed();
     }
@@ -279,23 +244,33 @@ class Collection {
     }
   }
 
-  FailureRecord FailureOf(const TuningKey& key, const Candidate& candidate,
-                          const std::string& reason) const {
-    FailureRecord failure;
-    failure.key = key;
-    failure.expression = request_.expression.text;
-    failure.schedule_json = candidate.json;
-    failure.reason = reason;
-    return failure;
+  // FixedCSR, then distinct sampled schedules, deterministic in the seed, the kernel and the
+  // pattern, so that a rerun finds the same ones.
+  std::vector<TuneCandidate> Sample(const CooTensor& tensor, const IndexSizes& sizes,
+                                    const std::string& fingerprint) const {
+    CandidateContext context;
+    context.kernel = request_.kernel;
+    context.kernel_key = request_.kernel;
+    context.expression = &request_.expression;
+    context.sizes = sizes;
+    context.tensor = &tensor;
+    context.fingerprint = fingerprint;
+    SampleOptions sampling;
+    sampling.samples = request_.samples;
+    sampling.seed = request_.seed;
+    sampling.uniform = request_.uniform;
+    const auto fixed_csr = FixedCsrSource();
+    const auto sampled = SampledSource(sampling);
+    return GatherCandidates({fixed_csr.get(), sampled.get()}, context).candidates;
   }
 
   // Every pending schedule of the matrix is verified, then timed beside the others in shuffled
   // rounds (MeasureTogether): none gains from always running first or last. The watchdog is
   // armed before each step that runs a kernel, with the tally to carry should it fire.
   std::vector<RunResult> Measure(KernelRunner& runner, const TuningKey& key,
-                                 const std::vector<const Candidate*>& pending) {
+                                 const std::vector<const TuneCandidate*>& pending) {
     std::vector<Schedule> schedules;
-    for (const Candidate* candidate : pending) schedules.push_back(candidate->schedule);
+    for (const TuneCandidate* candidate : pending) schedules.push_back(candidate->schedule);
     char limit_text[32];
     std::snprintf(limit_text, sizeof limit_text, "%g", hard_limit_s_);
     auto arm = [&](size_t s, double seconds) {
@@ -305,7 +280,7 @@ class Collection {
       if_fired.restarts += 1;
       if_fired.elapsed_before = Elapsed() + seconds;
       watchdog_->Arm(seconds,
-                     FailureOf(key, *pending[s],
+                     FailureOf(key, request_.expression.text, pending[s]->json,
                                std::string("timed_out: still running after ") + limit_text +
                                    " s; the collection was restarted"),
                      if_fired.ToJson().dump());

@@ -1,5 +1,6 @@
-// Schedules from rules, besides the cost model's search: those taken from the fastest
-// libraries, Insum's GroupCOO and SparseAuto's survivors.
+// Schedules from rules: those taken from the fastest libraries, Insum's GroupCOO and
+// SparseAuto's survivors. candidate_sources.hpp offers them, with the other sources, to tune,
+// bench and collect.
 #pragma once
 
 #include <cstdint>

@@ -7,20 +7,16 @@
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "base/paths.hpp"
-#include "collect/candidates.hpp"
-#include "costmodel/cost_model.hpp"
 #include "costmodel/model_files.hpp"
 #include "db/database.hpp"
 #include "db/machine.hpp"
 #include "emit/emit.hpp"
-#include "heuristic/scorch.hpp"
 #include "io/read.hpp"
 #include "jit/jit.hpp"
-#include "search/schedule_index.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
-#include "tune/candidates.hpp"
+#include "tune/candidate_sources.hpp"
 
 namespace sparsetune {
 
@@ -101,81 +97,46 @@ bool ReportStoredWinner(Database& db, const TuningKey& key, const TuneRequest& r
   return true;
 }
 
-// The candidates of a tune, in the order their schedules are kept: FixedCSR first (the
-// baseline), Scorch, GroupCOO, the cost model's top k, the library rules, SparseAuto for kernels
-// without a template, and sampled SuperSchedules without a model (or when asked).
-std::vector<TuneCandidate> GatherTuneCandidates(const TuneRequest& request, const Operand& operand,
-                                                const PatternStats& stats,
-                                                const std::string& model_dir, bool has_template,
-                                                const TuneProgress& progress, TuneReport& report) {
-  const Expression& e = request.expression;
-  const std::string& kernel = request.kernel;
-  const std::map<std::string, int64_t>& sizes = operand.sizes;
-  std::vector<TuneCandidate> candidates;
-  AddDistinct(candidates, {FixedCsrSchedule(e), "", "fixed_csr"});
-  report.sources_used.push_back("fixed_csr");
-  {
-    HeuristicInput input;
-    input.sizes = sizes;
-    input.prefix_nnz = stats.prefix_nnz;
-    AddDistinct(candidates, {ScorchSchedule(e, input).schedule, "", "scorch"});
-    report.sources_used.push_back("scorch");
-  }
-  auto grouped = GroupCooCandidates(kernel, e, sizes, operand.tensor.nnz());
-  if (!grouped.empty()) report.sources_used.push_back("groupcoo");
-  for (auto& c : grouped) AddDistinct(candidates, std::move(c));
-  bool model_used = false;
+// The candidates of a tune, from its sources in the order their schedules are kept: FixedCSR
+// first (the baseline), Scorch, GroupCOO, the cost model's top k, the library rules, SparseAuto
+// for kernels without a template, and sampled SuperSchedules without a model (or when asked).
+GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operand& operand,
+                                        const PatternStats& stats, const std::string& model_dir,
+                                        bool has_template, const TuneProgress& progress,
+                                        TuneReport& report) {
+  CandidateContext context;
+  context.kernel = request.kernel;
+  context.kernel_key = report.kernel;
+  context.expression = &request.expression;
+  context.sizes = operand.sizes;
+  context.tensor = &operand.tensor;
+  context.fingerprint = operand.fingerprint;
+  context.prefix_nnz = stats.prefix_nnz;
+  std::vector<std::unique_ptr<CandidateSource>> owned;
+  owned.push_back(FixedCsrSource());
+  owned.push_back(ScorchSource());
+  owned.push_back(GroupCooSource());
+  ModelTopKSource* model = nullptr;
   if (!model_dir.empty()) {
-    if (progress.stage) progress.stage("searching");
-    const auto model_start = Clock::now();
-    auto model = LoadCostModel(model_dir, kernel);
-    SearchOptions search;
-    search.ef = request.search_ef;
-    auto index = ScheduleIndex::Open(*model, CacheDirectory() + "/search", search);
-    report.stage_ms["model_load"] = MsSince(model_start);
-    const auto embed_start = Clock::now();
-    const std::vector<float> embedding = model->EmbedMatrix(operand.tensor);
-    report.stage_ms["model_embed"] = MsSince(embed_start);
-    auto waco = WacoTemplate::ForKernel(kernel);
-    const auto& set = model->schedule_set();
-    const auto search_start = Clock::now();
-    const auto ranked = index->Search(
-        embedding, request.top_k,
-        [&](size_t s) { return waco->CheckMember(set[s], sizes).empty(); },
-        &report.model_evaluations);
-    report.stage_ms["model_search"] = MsSince(search_start);
-    for (const auto& r : ranked)
-      AddDistinct(candidates, {waco->ToSchedule(set[r.index]), "", "model"});
-    report.sources_used.push_back("model");
-    report.stage_ms["model"] = MsSince(model_start);
-    model_used = true;
+    auto source = std::make_unique<ModelTopKSource>(model_dir, request.top_k, request.search_ef);
+    model = source.get();
+    owned.push_back(std::move(source));
   }
-  // The library rules keep the tag "heuristic", as databases already hold them.
-  auto rules = LibraryRuleCandidates(kernel, e, sizes);
-  if (!rules.empty()) report.sources_used.push_back("heuristic");
-  for (auto& c : rules) AddDistinct(candidates, std::move(c));
-  if (!has_template) {
-    try {
-      auto fused = SparseAutoCandidates(e, operand.tensor.dims, stats.prefix_nnz,
-                                        DenseOnlySizes(e, sizes), request.sparseauto_limit);
-      if (!fused.empty()) report.sources_used.push_back("sparseauto");
-      for (auto& c : fused) AddDistinct(candidates, std::move(c));
-    } catch (const InputError&) {
-      // SparseAuto has nothing to say about this expression; the others still run.
-    }
+  owned.push_back(LibraryRuleSource());
+  if (!has_template) owned.push_back(SparseAutoSource(request.sparseauto_limit));
+  SampleOptions sampling;
+  sampling.samples = request.samples >= 0 ? request.samples : model ? 0 : 16;
+  sampling.seed = request.seed;
+  if (sampling.samples > 0 && (has_template || request.sample_generic))
+    owned.push_back(SampledSource(sampling));
+  std::vector<CandidateSource*> sources;
+  for (auto& source : owned) sources.push_back(source.get());
+  GatheredCandidates gathered = GatherCandidates(sources, context, progress.stage);
+  if (model) {
+    for (const auto& [stage, ms] : model->stage_ms()) report.stage_ms[stage] = ms;
+    report.model_evaluations = model->evaluations();
   }
-  const int samples = request.samples >= 0 ? request.samples : model_used ? 0 : 16;
-  if (samples > 0 && (has_template || request.sample_generic)) {
-    CandidateOptions options;
-    options.samples = samples;
-    options.seed = request.seed;
-    const auto sampled = SampleCandidates(report.kernel, e, sizes, operand.fingerprint, options);
-    for (const auto& c : sampled) {
-      if (c.source == "sampled") AddDistinct(candidates, {c.schedule, "", "sampled"});
-    }
-    report.sources_used.push_back("sampled");
-  }
-  return candidates;
+  return gathered;
 }
 
 // Stores the matrix, every result and the winner, and reports them; returns the winner.
@@ -308,8 +269,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   // The pattern statistics feed Scorch's heuristic and SparseAuto here and are stored with
   // the matrix below.
   const PatternStats stats = ComputePatternStats(operand.tensor);
-  std::vector<TuneCandidate> candidates =
+  GatheredCandidates gathered =
       GatherTuneCandidates(request, operand, stats, model_dir, has_template, progress, report);
+  report.sources_used = gathered.sources_used;
   report.stage_ms["candidates"] = MsSince(t);
 
   MeasuringOptions measuring;
@@ -319,7 +281,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   measuring.on_busy = request.on_busy;
   measuring.orderings = request.orderings;
   const Measured measured = MeasureCandidates(e, operand.tensor, operand.sizes, request.dtype, jit,
-                                              std::move(candidates), measuring, progress);
+                                              std::move(gathered.candidates), measuring, progress);
   for (const auto& [name, ms] : measured.stage_ms) report.stage_ms[name] = ms;
   report.measure_attempts = measured.attempts;
   report.disturbed = !measured.disturbance.empty();

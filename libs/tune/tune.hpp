@@ -1,6 +1,6 @@
 // One tune, end to end: read the operand, answer from the database when a winner is stored,
-// else gather candidates, measure them (measuring.hpp), store every result and the winner
-// (storing.hpp), report and emit.
+// else gather candidates (candidate_sources.hpp), measure them (measuring.hpp), store every
+// result and the winner (storing.hpp), report and emit.
 #pragma once
 
 #include <cstdint>

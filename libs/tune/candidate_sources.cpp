@@ -1,0 +1,192 @@
+#include "tune/candidate_sources.hpp"
+
+#include <chrono>
+#include <random>
+#include <set>
+
+#include "base/elapsed.hpp"
+#include "base/errors.hpp"
+#include "base/hash.hpp"
+#include "base/paths.hpp"
+#include "base/threads.hpp"
+#include "costmodel/cost_model.hpp"
+#include "heuristic/scorch.hpp"
+#include "ir/loop_nest.hpp"
+#include "search/schedule_index.hpp"
+#include "superschedule/random_schedule.hpp"
+#include "superschedule/waco_template.hpp"
+
+namespace sparsetune {
+
+namespace {
+
+std::optional<std::vector<TuneCandidate>> UnlessEmpty(std::vector<TuneCandidate> candidates) {
+  if (candidates.empty()) return std::nullopt;
+  return candidates;
+}
+
+class FixedCsr : public CandidateSource {
+ public:
+  std::string tag() const override { return "fixed_csr"; }
+  std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext& context) override {
+    std::vector<TuneCandidate> out;
+    AddDistinct(out, {FixedCsrSchedule(*context.expression), "", tag()});
+    return out;
+  }
+};
+
+class LibraryRules : public CandidateSource {
+ public:
+  std::string tag() const override { return "heuristic"; }
+  std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext& context) override {
+    return UnlessEmpty(LibraryRuleCandidates(context.kernel, *context.expression, context.sizes));
+  }
+};
+
+class Scorch : public CandidateSource {
+ public:
+  std::string tag() const override { return "scorch"; }
+  std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext& context) override {
+    HeuristicInput input;
+    input.sizes = context.sizes;
+    input.prefix_nnz = context.prefix_nnz;
+    std::vector<TuneCandidate> out;
+    AddDistinct(out, {ScorchSchedule(*context.expression, input).schedule, "", tag()});
+    return out;
+  }
+};
+
+class GroupCoo : public CandidateSource {
+ public:
+  std::string tag() const override { return "groupcoo"; }
+  std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext& context) override {
+    return UnlessEmpty(GroupCooCandidates(context.kernel, *context.expression, context.sizes,
+                                          context.tensor->nnz()));
+  }
+};
+
+class SparseAuto : public CandidateSource {
+ public:
+  explicit SparseAuto(int limit) : limit_(limit) {}
+  std::string tag() const override { return "sparseauto"; }
+  std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext& context) override {
+    const Expression& e = *context.expression;
+    try {
+      return UnlessEmpty(SparseAutoCandidates(e, context.tensor->dims, context.prefix_nnz,
+                                              DenseOnlySizes(e, context.sizes), limit_));
+    } catch (const InputError&) {
+      return std::nullopt;  // SparseAuto has nothing to say about this expression
+    }
+  }
+
+ private:
+  int limit_;
+};
+
+class Sampled : public CandidateSource {
+ public:
+  explicit Sampled(const SampleOptions& options) : options_(options) {}
+  std::string tag() const override { return "sampled"; }
+  std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext& context) override {
+    const Expression& e = *context.expression;
+    std::set<std::string> seen = {FixedCsrSchedule(e).CanonicalJson()};
+    StableHasher hasher;
+    hasher.UpdateU64(options_.seed);
+    hasher.UpdateString(context.kernel_key);
+    hasher.UpdateString(context.fingerprint);
+    std::mt19937_64 rng(hasher.Digest64());
+    std::vector<Schedule> schedules;
+    if (auto waco = WacoTemplate::ForKernel(context.kernel_key)) {
+      WacoSampleOptions sample_options;
+      sample_options.subspaces = !options_.uniform;
+      for (const auto& s :
+           waco->SampleDistinct(context.sizes, options_.samples, rng, sample_options, seen))
+        schedules.push_back(waco->ToSchedule(s));
+    } else {
+      GenericSampleOptions sample_options;
+      sample_options.max_threads = HardwareThreads();
+      // Small spaces run out of distinct valid schedules: stop after a long run of misses.
+      int misses = 0;
+      while (static_cast<int>(schedules.size()) < options_.samples &&
+             misses < 200 + 20 * options_.samples) {
+        Schedule s = SampleGenericSchedule(e, context.sizes, rng, sample_options);
+        if (!Lower(e, s).nest || !seen.insert(s.CanonicalJson()).second) {
+          ++misses;
+          continue;
+        }
+        misses = 0;
+        schedules.push_back(std::move(s));
+      }
+    }
+    std::vector<TuneCandidate> out;
+    for (Schedule& s : schedules) AddDistinct(out, {std::move(s), "", tag()});
+    return out;
+  }
+
+ private:
+  SampleOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<CandidateSource> FixedCsrSource() {
+  return std::make_unique<FixedCsr>();
+}
+std::unique_ptr<CandidateSource> LibraryRuleSource() {
+  return std::make_unique<LibraryRules>();
+}
+std::unique_ptr<CandidateSource> ScorchSource() {
+  return std::make_unique<Scorch>();
+}
+std::unique_ptr<CandidateSource> GroupCooSource() {
+  return std::make_unique<GroupCoo>();
+}
+std::unique_ptr<CandidateSource> SparseAutoSource(int limit) {
+  return std::make_unique<SparseAuto>(limit);
+}
+std::unique_ptr<CandidateSource> SampledSource(const SampleOptions& options) {
+  return std::make_unique<Sampled>(options);
+}
+
+ModelTopKSource::ModelTopKSource(std::string model_dir, int top_k, int search_ef)
+    : model_dir_(std::move(model_dir)), top_k_(top_k), search_ef_(search_ef) {}
+
+std::optional<std::vector<TuneCandidate>> ModelTopKSource::Propose(
+    const CandidateContext& context) {
+  const auto model_start = std::chrono::steady_clock::now();
+  auto model = LoadCostModel(model_dir_, context.kernel);
+  SearchOptions search;
+  search.ef = search_ef_;
+  auto index = ScheduleIndex::Open(*model, CacheDirectory() + "/search", search);
+  stage_ms_["model_load"] = MsSince(model_start);
+  const auto embed_start = std::chrono::steady_clock::now();
+  const std::vector<float> embedding = model->EmbedMatrix(*context.tensor);
+  stage_ms_["model_embed"] = MsSince(embed_start);
+  auto waco = WacoTemplate::ForKernel(context.kernel);
+  const auto& set = model->schedule_set();
+  const auto search_start = std::chrono::steady_clock::now();
+  const auto ranked = index->Search(
+      embedding, top_k_, [&](size_t s) { return waco->CheckMember(set[s], context.sizes).empty(); },
+      &evaluations_);
+  stage_ms_["model_search"] = MsSince(search_start);
+  std::vector<TuneCandidate> out;
+  for (const auto& r : ranked) AddDistinct(out, {waco->ToSchedule(set[r.index]), "", tag()});
+  stage_ms_["model"] = MsSince(model_start);
+  return out;
+}
+
+GatheredCandidates GatherCandidates(const std::vector<CandidateSource*>& sources,
+                                    const CandidateContext& context,
+                                    const std::function<void(const std::string&)>& stage) {
+  GatheredCandidates gathered;
+  for (CandidateSource* source : sources) {
+    if (stage && !source->stage().empty()) stage(source->stage());
+    std::optional<std::vector<TuneCandidate>> proposed = source->Propose(context);
+    if (!proposed) continue;
+    gathered.sources_used.push_back(source->tag());
+    for (TuneCandidate& c : *proposed) AddDistinct(gathered.candidates, std::move(c));
+  }
+  return gathered;
+}
+
+}  // namespace sparsetune
