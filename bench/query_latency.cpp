@@ -135,13 +135,15 @@ sparsetune::DenseSizes DenseKey(const std::string& kernel) {
   return dense;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::string binary = DefaultBinary();
   std::string matrix = std::string(SPARSETUNE_SOURCE_DIR) + "/datasets/examples/cavity24.mtx";
   std::string db_path;
   int winners = 10000, runs = 200;
+};
+
+Options ParseOptions(int argc, char** argv) {
+  Options o;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (a + 1 >= argc)
@@ -150,30 +152,39 @@ int main(int argc, char** argv) {
           "[--runs N] [--db PATH]");
     const std::string value = argv[++a];
     if (arg == "--binary")
-      binary = value;
+      o.binary = value;
     else if (arg == "--matrix")
-      matrix = value;
+      o.matrix = value;
     else if (arg == "--winners")
-      winners = std::stoi(value);
+      o.winners = std::stoi(value);
     else if (arg == "--runs")
-      runs = std::stoi(value);
+      o.runs = std::stoi(value);
     else if (arg == "--db")
-      db_path = value;
+      o.db_path = value;
     else
       Fail("unknown option " + arg);
   }
-  if (!fs::exists(binary)) Fail(binary + " does not exist (give --binary PATH)");
-  if (winners < 1 || runs < 1) Fail("--winners and --runs must be positive");
-  const bool temporary_db = db_path.empty();
-  if (temporary_db)
-    db_path = (fs::temp_directory_path() / ("query-latency-" + std::to_string(getpid()) + ".db"))
-                  .string();
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db_path + suffix);
+  if (!fs::exists(o.binary)) Fail(o.binary + " does not exist (give --binary PATH)");
+  if (o.winners < 1 || o.runs < 1) Fail("--winners and --runs must be positive");
+  return o;
+}
 
-  // --- The database: what a tuned collection leaves behind ------------------------------------
+// What a tuned collection leaves behind: `winners` stored winners, the example matrix among the
+// spmv ones, so that `query FILE` hits.
+struct StoredWinners {
+  sparsetune::MachineInfo machine;
+  int64_t matrix_nnz = 0;
+  std::vector<std::string> spmv_hits;
+  std::map<std::string, int> stored;  // winners per kernel
+};
+
+StoredWinners BuildDatabase(const Options& o, std::mt19937_64& rng) {
+  const std::string& matrix = o.matrix;
+  const std::string& db_path = o.db_path;
+  const int winners = o.winners;
+  StoredWinners out;
   const auto build_start = Clock::now();
-  std::mt19937_64 rng(20240611);
-  const sparsetune::MachineInfo machine =
+  out.machine =
       sparsetune::DetectMachine(sparsetune::Jit::DefaultCompiler(), sparsetune::Jit::Flags());
   const sparsetune::CooTensor tensor = sparsetune::ReadTensorFile(matrix);
   const std::string file_fingerprint = sparsetune::PatternFingerprint(tensor);
@@ -189,11 +200,9 @@ int main(int argc, char** argv) {
     for (const auto& s : waco->SampleDistinct(sizes, 300, rng))
       pools[kernel].push_back(waco->ToSchedule(s).CanonicalJson());
   }
-  std::vector<std::string> spmv_hits;
-  std::map<std::string, int> stored;
   {
     auto db = Database::Open(db_path, sparsetune::OpenMode::kReadWrite);
-    const int64_t machine_id = db->UpsertMachine(machine);
+    const int64_t machine_id = db->UpsertMachine(out.machine);
     int total_share = 0;
     for (const auto& k : kernels) total_share += k.second;
     std::uniform_int_distribution<int> share(0, total_share - 1);
@@ -232,26 +241,26 @@ int main(int argc, char** argv) {
       const int64_t schedule_id = db->RecordMeasurement(measurement);
       db->SetWinner(measurement.key, schedule_id, measurement.median_ms,
                     measurement.median_ms * 1.5);
-      ++stored[kernel];
-      if (kernel == "spmv") spmv_hits.push_back(matrix_record.fingerprint);
+      ++out.stored[kernel];
+      if (kernel == "spmv") out.spmv_hits.push_back(matrix_record.fingerprint);
     }
   }
   const double build_ms = MsSince(build_start);
   std::printf("database %s: %d winners (", db_path.c_str(), winners);
-  for (const auto& [kernel, count] : stored) std::printf(" %s %d", kernel.c_str(), count);
+  for (const auto& [kernel, count] : out.stored) std::printf(" %s %d", kernel.c_str(), count);
   std::printf(" ), %.1f MB, built in %.1f s\n", fs::file_size(db_path) / 1e6, build_ms / 1000);
-  std::printf("binary %s\nmatrix %s (%lld nonzeros)\n", binary.c_str(), matrix.c_str(),
-              (long long)tensor.nnz());
 
-  // Requests alternate between stored and absent fingerprints in a fixed random order, so
-  // neither kind gets the warmer page cache.
-  std::vector<std::string> hits, misses;
-  for (int r = 0; r < runs; ++r) {
-    hits.push_back(spmv_hits[rng() % spmv_hits.size()]);
-    misses.push_back(RandomFingerprint(rng));
-  }
+  out.matrix_nnz = tensor.nnz();
+  return out;
+}
 
-  // --- Exec'd, as a build script runs it -------------------------------------------------------
+// Exec'd, as a build script runs it.
+void TimeExecd(const Options& o, const std::vector<std::string>& hits,
+               const std::vector<std::string>& misses) {
+  const std::string& binary = o.binary;
+  const std::string& matrix = o.matrix;
+  const std::string& db_path = o.db_path;
+  const int runs = o.runs;
   Row help{"sparsetune query --help (process start)", {}};
   Row exec_hit{"sparsetune query --fingerprint H --json, stored", {}};
   Row exec_miss{"sparsetune query --fingerprint H --json, absent", {}};
@@ -287,8 +296,14 @@ int main(int argc, char** argv) {
   }
   PrintTable("exec'd binary (spawn to exit, stdout read through a pipe)",
              {help, exec_hit, exec_miss, exec_file});
+}
 
-  // --- In process ------------------------------------------------------------------------------
+// In process: Query() and the parts of a lookup.
+void TimeInProcess(const Options& o, const sparsetune::MachineInfo& machine,
+                   const std::vector<std::string>& hits, const std::vector<std::string>& misses) {
+  const std::string& matrix = o.matrix;
+  const std::string& db_path = o.db_path;
+  const int runs = o.runs;
   Row query_hit{"Query() by fingerprint, stored", {}};
   Row query_miss{"Query() by fingerprint, absent", {}};
   Row query_file{"Query() FILE, stored", {}};
@@ -335,10 +350,36 @@ int main(int argc, char** argv) {
   }
   PrintTable("in process (sparsetune::Query opens the database and detects the machine each call)",
              {query_hit, query_miss, query_file, detect, open, lookup});
-
   db.reset();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = ParseOptions(argc, argv);
+  const bool temporary_db = o.db_path.empty();
+  if (temporary_db)
+    o.db_path = (fs::temp_directory_path() / ("query-latency-" + std::to_string(getpid()) + ".db"))
+                    .string();
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(o.db_path + suffix);
+
+  std::mt19937_64 rng(20240611);
+  const StoredWinners database = BuildDatabase(o, rng);
+  std::printf("binary %s\nmatrix %s (%lld nonzeros)\n", o.binary.c_str(), o.matrix.c_str(),
+              (long long)database.matrix_nnz);
+
+  // Requests alternate between stored and absent fingerprints in a fixed random order, so
+  // neither kind gets the warmer page cache.
+  std::vector<std::string> hits, misses;
+  for (int r = 0; r < o.runs; ++r) {
+    hits.push_back(database.spmv_hits[rng() % database.spmv_hits.size()]);
+    misses.push_back(RandomFingerprint(rng));
+  }
+
+  TimeExecd(o, hits, misses);
+  TimeInProcess(o, database.machine, hits, misses);
   if (temporary_db) {
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db_path + suffix);
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(o.db_path + suffix);
   }
   return 0;
 }
