@@ -191,7 +191,7 @@ void RunBench(const BenchOptions& o) {
   };
   add_schedule("fixed_csr", FixedCsrSchedule(k.expression));
   int h = 0;
-  for (const auto& c : HeuristicCandidates(k.name, k.expression, sizes))
+  for (const auto& c : HeuristicCandidates(k.name, k.expression, sizes, DTypeSize(k.dtype)))
     add_schedule("heuristic_" + std::to_string(++h), c.schedule);
   {
     HeuristicInput input;

@@ -314,7 +314,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     report.stage_ms["model"] = MsSince(model_start);
     model_used = true;
   }
-  auto heuristic = HeuristicCandidates(kernel, e, sizes);
+  auto heuristic = HeuristicCandidates(kernel, e, sizes, DTypeSize(request.dtype));
   if (!heuristic.empty()) report.sources_used.push_back("heuristic");
   for (auto& c : heuristic) AddDistinct(candidates, std::move(c));
   if (!has_template) {
