@@ -157,7 +157,8 @@ class Emitter {
         const std::string type = encoding.bits == 8    ? "uint8_t"
                                  : encoding.bits == 16 ? "uint16_t"
                                                        : "int32_t";
-        Line("const int32_t* __restrict L" + L + "_pos = args->levels[" + L + "].pos;");
+        if (nest_.storage.levels[l].kind != LevelKind::kSingleton)
+          Line("const int32_t* __restrict L" + L + "_pos = args->levels[" + L + "].pos;");
         Line("const " + type + "* __restrict L" + L + "_crd = (const " + type + "*)args->levels[" +
              L + "].crd;  // " + encoding.Describe());
         if (encoding.relative)
@@ -666,8 +667,10 @@ class Emitter {
     const int levels = static_cast<int>(nest_.storage.levels.size());
     for (int l = n.level + 1; l < levels; ++l) {
       const std::string L = std::to_string(l);
-      q = nest_.storage.levels[l].kind == LevelKind::kDense ? "(" + q + ") * L" + L + "_extent"
-                                                            : "(int64_t)L" + L + "_pos[" + q + "]";
+      const LevelKind kind = nest_.storage.levels[l].kind;
+      if (kind == LevelKind::kSingleton) continue;  // the same positions as the level above
+      q = kind == LevelKind::kDense ? "(" + q + ") * L" + L + "_extent"
+                                    : "(int64_t)L" + L + "_pos[" + q + "]";
     }
     return "return " + q + ";";
   }
@@ -892,6 +895,18 @@ class Emitter {
       Line("for (int64_t " + var + " = 0; " + var + " < " + S(n.var.index) + "; ++" + var + ") {");
       ++depth_;
       EmitIterationPrologue(n);
+      EmitNode(*n.children[0]);
+      --depth_;
+      Line("}");
+      return;
+    }
+    if (n.loop_kind == LoopKind::kLevelQ) {
+      // A singleton: the entry at the parent's position, no loop.
+      Line("{");
+      ++depth_;
+      Line("const int64_t p" + std::to_string(n.level) + " = " + Pos(n.level - 1) + ";");
+      DefineCoordinate(n.var, CoordinateRead(n.level, n.var, n.level));
+      EmitOutputClearing(n);
       EmitNode(*n.children[0]);
       --depth_;
       Line("}");
