@@ -135,12 +135,17 @@ std::vector<int32_t> ReverseCuthillMcKee(const Adjacency& g) {
   return Inverse(order);
 }
 
+// Rows by decreasing degree, ties in their original order: a counting sort over degrees.
 std::vector<int32_t> ByDecreasingDegree(const std::vector<int64_t>& degree) {
-  std::vector<int32_t> old_of_new(degree.size());
-  std::iota(old_of_new.begin(), old_of_new.end(), 0);
-  std::stable_sort(old_of_new.begin(), old_of_new.end(),
-                   [&](int32_t a, int32_t b) { return degree[a] > degree[b]; });
-  return Inverse(old_of_new);
+  int64_t max_degree = 0;
+  for (int64_t d : degree) max_degree = std::max(max_degree, d);
+  std::vector<int64_t> first(max_degree + 2, 0);  // first new index per degree, highest first
+  for (int64_t d : degree) ++first[max_degree - d + 1];
+  for (int64_t k = 0; k <= max_degree; ++k) first[k + 1] += first[k];
+  std::vector<int32_t> new_of_old(degree.size());
+  for (size_t v = 0; v < degree.size(); ++v)
+    new_of_old[v] = static_cast<int32_t>(first[max_degree - degree[v]]++);
+  return new_of_old;
 }
 
 std::vector<int32_t> MetisPartitions(const Adjacency& g) {
