@@ -441,9 +441,20 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
       parent_positions = packed->levels.back().positions;
       ++l;
       continue;
+    } else if (level.kind == LevelKind::kSingleton) {
+      // The level above gave every entry its own position: each holds the entry's coordinate.
+      level.positions = parent_positions;
+      BulkVector<int32_t> crd(parent_positions);
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (int64_t r = 0; r < n; ++r) crd[position[r]] = c[entry(r)];
+      if (options.narrow_coordinates)
+        level.encoding = ChooseEncoding(n, 0, level.extent, level.extent);
+      EncodeCoordinates(level, crd, SegmentSpans{}, 1);
     } else {
       // An entry starts a new position when its parent or its coordinate differs from the
-      // previous entry's. Each thread counts the starts in its slice, then numbers them.
+      // previous entry's, or always above a singleton level (a coordinate list repeats
+      // coordinates). Each thread counts the starts in its slice, then numbers them.
+      const bool every_entry = l + 1 < num_levels && f.levels[l + 1].kind == LevelKind::kSingleton;
       std::vector<int64_t> starts(threads + 1, 0);
       BulkVector<int32_t> crd;
 #pragma omp parallel num_threads(threads)
@@ -451,7 +462,8 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
         const int u = omp_get_thread_num();
         const int64_t lo = n * u / threads, hi = n * (u + 1) / threads;
         auto is_start = [&](int64_t r) {
-          return r == 0 || position[r] != position[r - 1] || c[entry(r)] != c[entry(r - 1)];
+          return every_entry || r == 0 || position[r] != position[r - 1] ||
+                 c[entry(r)] != c[entry(r - 1)];
         };
         int64_t count = 0;
         for (int64_t r = lo; r < hi; ++r) count += is_start(r);
@@ -594,6 +606,8 @@ void VisitLevel(const PackedTensor& p, int level, int depth, int64_t parent,
   }
   if (l.kind == LevelKind::kDense) {
     for (int64_t c = 0; c < l.extent; ++c) descend(c, parent * l.extent + c);
+  } else if (l.kind == LevelKind::kSingleton) {
+    descend(l.Coordinate(parent, parent), parent);
   } else {
     for (int64_t q = l.pos[parent]; q < l.pos[parent + 1]; ++q) descend(l.Coordinate(parent, q), q);
   }
