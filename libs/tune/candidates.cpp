@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/caches.hpp"
 #include "ir/loop_nest.hpp"
 #include "sparseauto/sparseauto.hpp"
 
@@ -54,7 +55,7 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
   // Segments whose gathered rows fill a half or a quarter of the last-level cache: each
   // segment's slice is read from DRAM once and gathered from the cache by every row, at the
   // cost of streaming the row operand (or the output) once per segment.
-  const int64_t llc = DetectLlcBytes();
+  const int64_t llc = MachineCaches().llc;
   if (kernel == "spmv") {
     for (int unroll : {1, 4}) {
       schedules.push_back({{"loop_order", {"i", "k"}},
@@ -79,6 +80,23 @@ std::vector<TuneCandidate> HeuristicCandidates(const std::string& kernel,
                            {"format", {"k1:U", "i:C", "k0:C"}},
                            {"parallel", Balanced("i")},
                            {"narrow_coordinates", true}});
+    }
+    // Coordinate lists inside square blocks (COO with 16-bit coordinates, by column within a
+    // block) for matrices whose x passes L2: a block's slices of x and y stay in L2 while its
+    // entries stream by, with no branch per row or column (graphs with random labels, whose
+    // rows hold a handful of entries per segment of x).
+    const int64_t l2 = MachineCaches().l2;
+    if (sizes.at("k") * value_bytes > l2) {
+      int64_t block = 1;
+      while (block < 65536 && 2 * (2 * block) * value_bytes <= l2 / 2) block *= 2;
+      for (int64_t b : {block, block / 4}) {
+        if (b < 1024 || sizes.at("i") < 2 * b) continue;
+        schedules.push_back({{"splits", {{"i", b}, {"k", b}}},
+                             {"loop_order", {"i1", "k1", "k0", "i0"}},
+                             {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
+                             {"parallel", Balanced("i1")},
+                             {"narrow_coordinates", true}});
+      }
     }
     for (int lanes : {8, 16}) {
       if (sizes.at("i") < 2 * lanes) continue;
