@@ -328,9 +328,22 @@ TEST_F(GeneratedKernels, SddmmDotProductsUseVectorPartialSumsAndJamNonzeros) {
     s.transposed = {"C"};
     s.unroll = 4;
     source = CompiledAndVerified(kj, s);
-    EXPECT_TRUE(Has(source, "st_transpose((const value_t*)args->inputs[3], d2, d1, T3_copy"));
+    EXPECT_TRUE(Has(source, "st_transpose((const value_t*)args->inputs[3], d2, d1, d1, T3_copy"));
     EXPECT_TRUE(Has(source, "_mm256_unpacklo_ps"));
     EXPECT_TRUE(Has(source, "pj1 += 4"));
+    // Column segments outermost: the copy holds one segment's columns of C, transposed at
+    // the start of each segment and addressed from its first column.
+    Schedule segments = s;
+    segments.splits = {{"j", 16}};
+    segments.root.loops = {"j1", "i", "j0", "k"};
+    segments.format = {
+        {"j1", LevelKind::kDense}, {"i", LevelKind::kCompressed}, {"j0", LevelKind::kCompressed}};
+    source = CompiledAndVerified(kj, segments);
+    EXPECT_TRUE(Has(source, "sizeof(value_t) * s1 * d2);  // C, transposed a slice at a time"));
+    EXPECT_TRUE(Has(source,
+                    "st_transpose((const value_t*)args->inputs[3] + i1o * s1, d2, "
+                    "st_min(s1, d1 - i1o * s1), d1, T3_copy, nthreads);"));
+    EXPECT_TRUE(Has(source, "T3[(i1_u0 - i1o * s1) * d2 + i2]"));
     // Without the copy C is strided along k: OpenMP's simd reduction, no jam.
     s.transposed.clear();
     source = CompiledAndVerified(kj, s);
