@@ -56,6 +56,7 @@ class Lowerer {
     CheckUses();
     MarkSparseLevels();
     CheckSlicedLevels();
+    CheckSingletonLevels();
     CheckSparseOutput();
     CheckTemporaries();
     MarkParallel();
@@ -447,6 +448,25 @@ class Lowerer {
     const auto& levels = nest_->storage.levels;
     return level >= 0 && level + 1 < static_cast<int>(levels.size()) &&
            levels[level + 1].kind == LevelKind::kSingleton;
+  }
+
+  // A singleton's coordinates sit at the positions of the compressed level right above it; only
+  // singletons may follow it.
+  void CheckSingletonLevels() {
+    const auto& levels = nest_->storage.levels;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      if (levels[l].kind != LevelKind::kSingleton) continue;
+      const std::string name = nest_->level_vars[l].name;
+      const LevelKind above = l > 0 ? levels[l - 1].kind : LevelKind::kDense;
+      if (above != LevelKind::kCompressed && above != LevelKind::kSingleton)
+        Fail("singleton level " + name +
+             " must follow a compressed level (which then lists each entry) or another singleton");
+      if (levels[l - 1].group > 1)
+        Fail("singleton level " + name + " cannot follow a grouped level");
+      if (l + 1 < levels.size() && levels[l + 1].kind != LevelKind::kSingleton)
+        Fail("singleton level " + name + " can only be followed by singletons, not " +
+             nest_->level_vars[l + 1].name + ":" + LevelKindLetter(levels[l + 1].kind));
+    }
   }
 
   // A sliced level's loop holds its lanes' loop directly: the lanes define its coordinate.

@@ -92,12 +92,6 @@ struct PackOptions {
 PackOutcome Pack(const CooTensor& tensor, const StorageFormat& format, DType dtype,
                  const PackOptions& options = {});
 
-// The encoding that stores these sorted-per-segment coordinates of a compressed level in the
-// fewest bytes: absolute when the extent fits 8 or 16 bits, else relative to each segment's
-// first coordinate when every segment's span fits (and the bases cost less than they save).
-CoordinateEncoding ChooseCoordinateEncoding(const BulkVector<int32_t>& pos,
-                                            const BulkVector<int32_t>& crd, int64_t extent);
-
 // Calls visit(position, mode_coordinates) for every position of level `depth - 1` (depth 0: the
 // single root position) whose coordinates lie inside the tensor; modes with no level among the
 // first `depth` levels read 0.

@@ -1,0 +1,819 @@
+// The packer of sparse tensors into level formats, shared by the library (Pack, pack.cpp) and
+// every emitted kernel, whose source carries this file verbatim: the arrays a generated kernel
+// reads are laid out by one code wherever the packing happens.
+//
+// Self-contained on purpose: C++17 and its standard library, OpenMP when compiled with it, no
+// other include. An include guard rather than #pragma once, which warns once pasted into an
+// emitted source file.
+#ifndef SPARSETUNE_TENSOR_LEVEL_PACKER_HPP
+#define SPARSETUNE_TENSOR_LEVEL_PACKER_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#ifdef __GLIBCXX__
+#include <parallel/algorithm>
+#endif
+#endif
+
+namespace sparsetune {
+namespace packer {
+// Internal linkage: an emitted kernel carries its own copy of the packer, so kernels emitted by
+// different versions link into one program without one taking the other's functions.
+namespace {
+
+// Level kinds and the part of a mode a level stores, numbered as the library's LevelKind and
+// SplitPart.
+constexpr int kDenseLevel = 0;       // U: a dense range, position = parent * extent + coordinate
+constexpr int kCompressedLevel = 1;  // C: pos and one coordinate per position
+constexpr int kSlicedLevel = 2;      // S: compressed across the lanes of the U level below it
+constexpr int kSingletonLevel = 3;   // Q: one coordinate per position of the level above
+constexpr int kWholeMode = 0;
+constexpr int kOuterPart = 1;  // i1 = i / split
+constexpr int kInnerPart = 2;  // i0 = i % split
+
+constexpr int64_t kMaxPositions = 2147483647;  // pos arrays are int32
+
+struct LevelLayout {
+  int mode = 0;
+  int part = kWholeMode;
+  int kind = kDenseLevel;
+  int group = 1;  // compressed levels: segments padded to whole groups of this many entries
+};
+
+// A format for a tensor of given dims: a split size per mode and levels from outer to inner.
+struct Layout {
+  std::vector<int64_t> dims;
+  std::vector<int64_t> split;
+  std::vector<LevelLayout> levels;
+
+  int64_t LevelExtent(int level) const {
+    const LevelLayout& l = levels[level];
+    const int64_t dim = dims[l.mode], s = split[l.mode];
+    return l.part == kWholeMode ? dim : l.part == kOuterPart ? (dim + s - 1) / s : s;
+  }
+  int64_t LevelCoordinate(int level, int64_t value) const {
+    const LevelLayout& l = levels[level];
+    const int64_t s = split[l.mode];
+    return l.part == kWholeMode ? value : l.part == kOuterPart ? value / s : value % s;
+  }
+};
+
+// Unsigned coordinates of `bits` bits, absolute or relative to their segment's smallest.
+struct Encoding {
+  int bits = 32;
+  bool relative = false;
+};
+
+struct Options {
+  // No level may hold more than padding_cap x max(nnz, sum of dims) positions; infinity: only
+  // the 32-bit positions bound the padding.
+  double padding_cap = std::numeric_limits<double>::infinity();
+  // true: each compressed level stores its coordinates in the fewest bytes; false: as
+  // `encodings` says (one per level; 32-bit absolute where it is empty), and a coordinate that
+  // does not fit is refused.
+  bool choose_encodings = false;
+  std::vector<Encoding> encodings;
+  // Records the position of every entry after this many levels (RecordedPosition), when > 0.
+  int record_after_levels = 0;
+};
+
+#ifdef _OPENMP
+inline int MaxThreads() {
+  return omp_get_max_threads();
+}
+inline int ThreadNumber() {
+  return omp_get_thread_num();
+}
+#else
+inline int MaxThreads() {
+  return 1;
+}
+inline int ThreadNumber() {
+  return 0;
+}
+#endif
+
+// Threads worth starting for n elements of simple work.
+inline int ThreadsFor(int64_t n) {
+  return static_cast<int>(std::clamp<int64_t>(n / 65536, 1, MaxThreads()));
+}
+
+// One packed level. pos: parent positions + 1 offsets (C and S levels); crd: one coordinate per
+// position (per lane position for S levels) in `encoding.bits / 8` bytes; base: per parent
+// position, the smallest coordinate of its segment (relative encodings).
+template <template <class> class Allocator>
+struct PackedLevelArrays {
+  template <class T>
+  using Array = std::vector<T, Allocator<T>>;
+  int kind = kDenseLevel;
+  int64_t extent = 0;
+  int64_t positions = 0;
+  Array<int32_t> pos;
+  Encoding encoding;
+  Array<uint8_t> crd;
+  Array<int32_t> base;
+};
+
+// Builds the levels of a format from coordinates, outer level first. Arrays use Allocator (the
+// library's skips clearing memory that is written right away).
+template <template <class> class Allocator = std::allocator>
+class LevelPacker {
+ public:
+  template <class T>
+  using Array = std::vector<T, Allocator<T>>;
+  using Level = PackedLevelArrays<Allocator>;
+
+  // coords[mode][entry] for nnz entries, distinct and inside the layout's dims. `canonical`
+  // lists the entries in canonical order (lexicographic over the modes, CanonicalOrder); empty
+  // when the entries already are in that order.
+  LevelPacker(const Layout& layout, const Options& options, int64_t nnz,
+              const int32_t* const* coords, Array<int32_t> canonical = {})
+      : layout_(layout),
+        options_(options),
+        n_(nnz),
+        threads_(ThreadsFor(nnz)),
+        mode_coords_(coords),
+        perm_(std::move(canonical)) {}
+
+  // Builds every level; false when the format does not apply (Refusal() says why).
+  bool Run() {
+    if (n_ > kMaxPositions) {
+      return Refuse("the tensor has " + std::to_string(n_) +
+                    " entries, more than 32-bit positions can address");
+    }
+    const int num_levels = static_cast<int>(layout_.levels.size());
+    int64_t dim_sum = 0;
+    for (int64_t d : layout_.dims) dim_sum += d;
+    cap_ = options_.padding_cap * double(std::max<int64_t>({n_, dim_sum, 1}));
+    level_coords_.resize(num_levels);
+    coordinate_storage_.reserve(num_levels);  // level_coords_ points into them
+    extents_.resize(num_levels);
+    for (int l = 0; l < num_levels; ++l) {
+      level_coords_[l] = LevelCoordinates(l);
+      extents_[l] = layout_.LevelExtent(l);
+    }
+    SortEntries();
+    position_.resize(n_);
+    next_.resize(n_);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r) position_[r] = 0;
+    parent_positions_ = 1;
+    for (int l = 0; l < num_levels; ++l) {
+      const int kind = layout_.levels[l].kind;
+      const bool packed = kind == kDenseLevel        ? PackDense(l)
+                          : kind == kCompressedLevel ? PackCompressed(l)
+                          : kind == kSingletonLevel  ? PackSingleton(l)
+                                                     : PackSliced(l);
+      if (!packed) return false;
+      if (kind == kSlicedLevel) ++l;  // the lanes were packed with it
+      if (l + 1 == options_.record_after_levels) RecordPositions();
+    }
+    return true;
+  }
+
+  const std::string& Refusal() const {
+    return refusal_;
+  }
+  std::vector<Level>& Levels() {
+    return levels_;
+  }
+  // Positions of the last level (1 without levels): the values' count.
+  int64_t Stored() const {
+    return levels_.empty() ? 1 : levels_.back().positions;
+  }
+  // The position of `entry` after options.record_after_levels levels.
+  int32_t RecordedPosition(int64_t entry) const {
+    return recorded_[entry];
+  }
+
+  // values[position] = source[entry] at each entry's leaf position, zero at padding.
+  template <class Value, class Source>
+  void ScatterValues(Array<Value>& values, const Source* source) const {
+    const int64_t stored = Stored();
+    values.resize(stored);
+    Value* out = values.data();
+    // Leaf positions of distinct entries are distinct: no two entries write the same value.
+#pragma omp parallel num_threads(ThreadsFor(stored))
+    {
+      if (stored > n_) {  // padding: positions no entry writes
+#pragma omp for schedule(static)
+        for (int64_t q = 0; q < stored; ++q) out[q] = 0;
+      }
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < n_; ++r) out[position_[r]] = static_cast<Value>(source[Entry(r)]);
+    }
+  }
+
+ private:
+  int64_t Entry(int64_t r) const {
+    return order_ ? order_[r] : r;
+  }
+
+  bool Refuse(std::string reason) {
+    refusal_ = std::move(reason);
+    return false;
+  }
+
+  // Coordinates of every entry at one level.
+  const int32_t* LevelCoordinates(int level) {
+    const LevelLayout& spec = layout_.levels[level];
+    const int32_t* c = mode_coords_[spec.mode];
+    if (spec.part == kWholeMode) return c;
+    Array<int32_t>& storage = coordinate_storage_.emplace_back();
+    storage.resize(n_);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t e = 0; e < n_; ++e)
+      storage[e] = static_cast<int32_t>(layout_.LevelCoordinate(level, c[e]));
+    return storage.data();
+  }
+
+  // The levels in the order entries are sorted by: the level order, except that a sliced level
+  // comes after its lanes (entries are grouped by lane, then ranked by coordinate).
+  std::vector<int> SortKeyOrder() const {
+    std::vector<int> order(layout_.levels.size());
+    std::iota(order.begin(), order.end(), 0);
+    for (size_t l = 0; l + 1 < order.size(); ++l) {
+      if (layout_.levels[l].kind == kSlicedLevel) std::swap(order[l], order[l + 1]);
+    }
+    return order;
+  }
+
+  // Canonical COO order is lexicographic over the modes, each split mode as (outer, inner).
+  // Starting from it, stable sorts by keys j, j-1, ..., 0 give the format's order as soon as
+  // the keys after j already follow the canonical order among themselves. Returns j + 1, the
+  // number of sorting passes needed (0 for CSR, CSF and any format in mode order).
+  int SortPassesNeeded(const std::vector<int>& key_order) const {
+    auto canonical_rank = [&](int level) {
+      return 2 * layout_.levels[level].mode + (layout_.levels[level].part == kInnerPart);
+    };
+    const int levels = static_cast<int>(key_order.size());
+    int passes = levels;
+    for (int j = levels - 1; j >= -1; --j) {
+      bool ordered = true;
+      for (int l = j + 2; l < levels; ++l)
+        ordered &= canonical_rank(key_order[l - 1]) < canonical_rank(key_order[l]);
+      if (!ordered) break;
+      passes = j + 1;
+    }
+    return passes;
+  }
+
+  // Stable sort of `perm` by key[perm[r]] in [0, extent): a parallel counting sort when the
+  // histograms are small next to the data, a parallel merge sort otherwise.
+  void StableSortByKey(Array<int32_t>& perm, const int32_t* key, int64_t extent,
+                       Array<int32_t>& scratch) const {
+    const int64_t n = static_cast<int64_t>(perm.size());
+    if (extent > n) {
+      auto less = [key](int32_t a, int32_t b) { return key[a] < key[b]; };
+#if defined(_OPENMP) && defined(__GLIBCXX__)
+      __gnu_parallel::stable_sort(perm.begin(), perm.end(), less);
+#else
+      std::stable_sort(perm.begin(), perm.end(), less);
+#endif
+      return;
+    }
+    const int threads = ThreadsFor(n);
+    std::vector<int32_t> counts(static_cast<size_t>(threads) * extent, 0);
+    scratch.resize(n);
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = ThreadNumber();
+      const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+      int32_t* mine = counts.data() + static_cast<size_t>(t) * extent;
+      for (int64_t r = lo; r < hi; ++r) ++mine[key[perm[r]]];
+#pragma omp barrier
+#pragma omp single
+      {
+        int32_t running = 0;
+        for (int64_t k = 0; k < extent; ++k) {
+          for (int u = 0; u < threads; ++u) {
+            int32_t& c = counts[static_cast<size_t>(u) * extent + k];
+            const int32_t here = c;
+            c = running;
+            running += here;
+          }
+        }
+      }
+      for (int64_t r = lo; r < hi; ++r) scratch[mine[key[perm[r]]]++] = perm[r];
+    }
+    perm.swap(scratch);
+  }
+
+  // Puts the entries in the format's order: order_[r] is the entry of sorted rank r (null for
+  // the identity).
+  void SortEntries() {
+    const std::vector<int> key_order = SortKeyOrder();
+    const int passes = SortPassesNeeded(key_order);
+    if (passes > 0 && perm_.empty()) {
+      perm_.resize(n_);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+      for (int64_t r = 0; r < n_; ++r) perm_[r] = static_cast<int32_t>(r);
+    }
+    Array<int32_t> scratch;
+    for (int k = passes - 1; k >= 0; --k)
+      StableSortByKey(perm_, level_coords_[key_order[k]], extents_[key_order[k]], scratch);
+    order_ = perm_.empty() ? nullptr : perm_.data();
+  }
+
+  std::string CapText() const {
+    return std::to_string(int64_t(std::min(cap_, double(kMaxPositions))));
+  }
+
+  // U: positions multiply; refused before anything of that size is allocated.
+  bool PackDense(int l) {
+    Level level;
+    level.kind = kDenseLevel;
+    level.extent = extents_[l];
+    const double positions = double(parent_positions_) * double(level.extent);
+    if (positions > cap_ || positions > double(kMaxPositions)) {
+      return Refuse(
+          "level " + std::to_string(l) + " would hold " + std::to_string(int64_t(positions)) +
+          " positions, over the padding cap of " + CapText() +
+          (options_.padding_cap < kMaxPositions
+               ? " (" + std::to_string(int(options_.padding_cap)) + " x max(nnz, sum of dims))"
+               : std::string()));
+    }
+    level.positions = parent_positions_ * level.extent;
+    const int64_t extent = level.extent;
+    const int32_t* c = level_coords_[l];
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r)
+      position_[r] = static_cast<int32_t>(position_[r] * extent + c[Entry(r)]);
+    return AddLevel(std::move(level));
+  }
+
+  // C: an entry starts a new position when its parent or its coordinate differs from the
+  // previous entry's, and always above a singleton level (a coordinate list keeps every entry,
+  // repeating coordinates). Each thread counts the starts in its slice, then numbers them.
+  bool PackCompressed(int l) {
+    Level level;
+    level.kind = kCompressedLevel;
+    level.extent = extents_[l];
+    const int32_t* c = level_coords_[l];
+    const bool every_entry = l + 1 < static_cast<int>(layout_.levels.size()) &&
+                             layout_.levels[l + 1].kind == kSingletonLevel;
+    std::vector<int64_t> starts(threads_ + 1, 0);
+    Array<int32_t> crd;
+#pragma omp parallel num_threads(threads_)
+    {
+      const int u = ThreadNumber();
+      const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
+      auto is_start = [&](int64_t r) {
+        return every_entry || r == 0 || position_[r] != position_[r - 1] ||
+               c[Entry(r)] != c[Entry(r - 1)];
+      };
+      int64_t count = 0;
+      for (int64_t r = lo; r < hi; ++r) count += is_start(r);
+      starts[u + 1] = count;
+#pragma omp barrier
+#pragma omp single
+      {
+        for (int v = 0; v < threads_; ++v) starts[v + 1] += starts[v];
+        crd.resize(starts[threads_]);
+        level.pos.resize(parent_positions_ + 1);  // every entry is written below
+      }
+      int64_t q = starts[u] - 1;
+      for (int64_t r = lo; r < hi; ++r) {
+        if (is_start(r)) {
+          ++q;
+          crd[q] = c[Entry(r)];
+          // pos[p] counts the positions whose parent is below p: every p in
+          // (previous entry's parent, this entry's parent] starts at q.
+          const int64_t parent = position_[r];
+          const int64_t previous = r == 0 ? -1 : position_[r - 1];
+          for (int64_t p = previous + 1; p <= parent; ++p) level.pos[p] = static_cast<int32_t>(q);
+        }
+        next_[r] = static_cast<int32_t>(q);
+      }
+    }
+    const int64_t total = starts[threads_];
+    const int64_t last_parent = n_ > 0 ? position_[n_ - 1] : -1;
+    for (int64_t p = last_parent + 1; p <= parent_positions_; ++p)
+      level.pos[p] = static_cast<int32_t>(total);
+    position_.swap(next_);  // next_: each entry's parent position
+    level.positions = total;
+    const int group = layout_.levels[l].group;
+    if (group > 1 && !PadToGroups(l, group, level, crd)) return false;
+    if (!StoreCoordinates(level, l, crd, 1)) return false;
+    return AddLevel(std::move(level));
+  }
+
+  // Q: the level above gave every entry its own position; each holds the entry's coordinate,
+  // absolute (a segment is one entry: nothing to be relative to).
+  bool PackSingleton(int l) {
+    Level level;
+    level.kind = kSingletonLevel;
+    level.extent = extents_[l];
+    level.positions = parent_positions_;
+    const int32_t* c = level_coords_[l];
+    Array<int32_t> crd(parent_positions_);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r) crd[position_[r]] = c[Entry(r)];
+    if (options_.choose_encodings) {
+      level.encoding.bits = level.extent <= 256 ? 8 : level.extent <= 65536 ? 16 : 32;
+    } else if (l < static_cast<int>(options_.encodings.size())) {
+      level.encoding = options_.encodings[l];
+      if (level.encoding.relative)
+        return Refuse("singleton level " + std::to_string(l) + " has no relative coordinates");
+      for (int64_t q = 0; level.encoding.bits < 32 && q < level.positions; ++q) {
+        if (crd[q] < (int64_t(1) << level.encoding.bits)) continue;
+        return Refuse("level " + std::to_string(l) + ": coordinate " + std::to_string(crd[q]) +
+                      " does not fit the " + std::to_string(level.encoding.bits) +
+                      "-bit coordinates this kernel was tuned with (another sparsity pattern?)");
+      }
+    }
+    const int bits = level.encoding.bits;
+    level.crd.resize(level.positions * bits / 8);
+    auto store = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(level.positions))
+      for (int64_t q = 0; q < level.positions; ++q) out[q] = static_cast<T>(crd[q]);
+    };
+    if (bits == 8) store(level.crd.data());
+    if (bits == 16) store(reinterpret_cast<uint16_t*>(level.crd.data()));
+    if (bits == 32) store(reinterpret_cast<int32_t*>(level.crd.data()));
+    return AddLevel(std::move(level));
+  }
+
+  // G: every segment of a compressed level padded to whole groups, repeating its last
+  // coordinate (zero values). next_ holds each entry's parent position.
+  bool PadToGroups(int l, int group, Level& level, Array<int32_t>& crd) {
+    Array<int32_t> padded(parent_positions_ + 1);
+    padded[0] = 0;
+    for (int64_t p = 0; p < parent_positions_; ++p) {
+      const int64_t length = level.pos[p + 1] - level.pos[p];
+      padded[p + 1] = static_cast<int32_t>(
+          std::min<int64_t>(padded[p] + (length + group - 1) / group * group, kMaxPositions));
+    }
+    const int64_t padded_total = padded[parent_positions_];
+    if (double(padded_total) > cap_ || padded_total >= kMaxPositions) {
+      return Refuse("grouped level " + std::to_string(l) + " would pad to " +
+                    std::to_string(padded_total) + " positions, over the padding cap");
+    }
+    Array<int32_t> grouped(padded_total);
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions_))
+    for (int64_t p = 0; p < parent_positions_; ++p) {
+      const int64_t from = level.pos[p], length = level.pos[p + 1] - from;
+      for (int64_t q = 0; q < padded[p + 1] - padded[p]; ++q)
+        grouped[padded[p] + q] = crd[from + std::min(q, length - 1)];
+    }
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r)
+      position_[r] = static_cast<int32_t>(padded[next_[r]] + (position_[r] - level.pos[next_[r]]));
+    level.pos.swap(padded);
+    crd.swap(grouped);
+    level.positions = padded_total;
+    return true;
+  }
+
+  // S and its lanes together. Entries are sorted by parent, lane, then coordinate: an entry's
+  // slot is the rank of its coordinate within its (parent, lane) run.
+  bool PackSliced(int l) {
+    Level level;
+    level.kind = kSlicedLevel;
+    level.extent = extents_[l];
+    const int32_t* c = level_coords_[l];
+    const int64_t lanes = extents_[l + 1];
+    const int32_t* lane = level_coords_[l + 1];
+    // r continues the (parent, lane) run of r - 1; entries that differ only below the lanes
+    // share their slot.
+    auto continues = [&](int64_t r) {
+      return r > 0 && position_[r] == position_[r - 1] && lane[Entry(r)] == lane[Entry(r - 1)];
+    };
+    auto shares_slot = [&](int64_t r) { return continues(r) && c[Entry(r)] == c[Entry(r - 1)]; };
+    Array<int32_t> rank(n_);
+    Array<int32_t> slots(parent_positions_ + 1);
+    Array<int32_t> smallest(parent_positions_);
+    constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions_))
+    for (int64_t p = 0; p <= parent_positions_; ++p) {
+      slots[p] = 0;
+      if (p < parent_positions_) smallest[p] = kNone;
+    }
+    // Each thread ranks its slice as if it started a run, then the runs that cross a slice
+    // boundary are continued in slice order. Per parent: the longest lane (slots) and the
+    // smallest coordinate; a thread's first and last parents may be shared, so those are
+    // merged after the others.
+    const int threads = threads_;
+    std::vector<int32_t> edge_slots(2 * threads, 0), edge_smallest(2 * threads, kNone);
+#pragma omp parallel num_threads(threads)
+    {
+      const int u = ThreadNumber();
+      const int64_t lo = n_ * u / threads, hi = n_ * (u + 1) / threads;
+      for (int64_t r = lo; r < hi; ++r)
+        rank[r] = r == lo || !continues(r) ? 0 : rank[r - 1] + !shares_slot(r);
+#pragma omp barrier
+#pragma omp single
+      for (int v = 1; v < threads; ++v) {
+        const int64_t first = n_ * v / threads, end = n_ * (v + 1) / threads;
+        if (first >= end || !continues(first)) continue;
+        const int32_t offset = rank[first - 1] + !shares_slot(first);
+        for (int64_t r = first; r < end && (r == first || continues(r)); ++r) rank[r] += offset;
+      }
+      if (lo < hi) {
+        const int64_t first_parent = position_[lo], last_parent = position_[hi - 1];
+        for (int64_t r = lo; r < hi; ++r) {
+          const int64_t parent = position_[r];
+          const int32_t length = rank[r] + 1, coordinate = c[Entry(r)];
+          const int edge = parent == first_parent ? 2 * u : parent == last_parent ? 2 * u + 1 : -1;
+          int32_t& longest = edge < 0 ? slots[parent + 1] : edge_slots[edge];
+          int32_t& least = edge < 0 ? smallest[parent] : edge_smallest[edge];
+          longest = std::max(longest, length);
+          least = std::min(least, coordinate);
+        }
+      }
+#pragma omp barrier
+#pragma omp single
+      for (int v = 0; v < threads; ++v) {
+        const int64_t first = n_ * v / threads, end = n_ * (v + 1) / threads;
+        if (first >= end) continue;
+        for (int side = 0; side < 2; ++side) {
+          const int64_t parent = position_[side == 0 ? first : end - 1];
+          slots[parent + 1] = std::max(slots[parent + 1], edge_slots[2 * v + side]);
+          smallest[parent] = std::min(smallest[parent], edge_smallest[2 * v + side]);
+        }
+      }
+    }
+    level.pos.resize(parent_positions_ + 1);
+    level.pos[0] = 0;
+    for (int64_t p = 0; p < parent_positions_; ++p) level.pos[p + 1] = level.pos[p] + slots[p + 1];
+    level.positions = level.pos[parent_positions_];
+    Level lane_level;
+    lane_level.kind = kDenseLevel;
+    lane_level.extent = lanes;
+    const double lane_positions = double(level.positions) * double(lanes);
+    if (lane_positions > cap_ || lane_positions > double(kMaxPositions)) {
+      return Refuse("sliced level " + std::to_string(l) + " would pad to " +
+                    std::to_string(int64_t(lane_positions)) +
+                    " positions, over the padding cap of " + CapText());
+    }
+    lane_level.positions = level.positions * lanes;
+    // Coordinates per lane position; padding repeats the lane's last coordinate (or, for an
+    // empty lane, the smallest of the slice), so it stays inside the slice's span.
+    Array<int32_t> crd(lane_level.positions);
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(static)
+      for (int64_t q = 0; q < lane_level.positions; ++q) crd[q] = -1;
+        // One writer per slot: the first of the entries that share it.
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < n_; ++r) {
+        const int64_t leaf = (level.pos[position_[r]] + rank[r]) * lanes + lane[Entry(r)];
+        if (!shares_slot(r)) crd[leaf] = c[Entry(r)];
+        next_[r] = static_cast<int32_t>(leaf);
+      }
+    }
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions_))
+    for (int64_t p = 0; p < parent_positions_; ++p) {
+      for (int64_t c_lane = 0; c_lane < lanes; ++c_lane) {
+        int32_t last = smallest[p] == kNone ? 0 : smallest[p];
+        for (int64_t q = level.pos[p]; q < level.pos[p + 1]; ++q) {
+          int32_t& slot = crd[q * lanes + c_lane];
+          if (slot < 0) {
+            slot = last;
+          } else {
+            last = slot;
+          }
+        }
+      }
+    }
+    position_.swap(next_);
+    if (l + 2 < static_cast<int>(layout_.levels.size())) SortByPosition(lane_level.positions);
+    if (!StoreCoordinates(level, l, crd, lanes)) return false;
+    levels_.push_back(std::move(level));
+    return AddLevel(std::move(lane_level));
+  }
+
+  // Levels below a sliced level's lanes are built in position order: sorts the entries by
+  // position (stable, so entries sharing one keep their order below it).
+  void SortByPosition(int64_t positions) {
+    Array<int32_t> by_leaf(n_), scratch;
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r) by_leaf[r] = static_cast<int32_t>(r);
+    StableSortByKey(by_leaf, position_.data(), positions, scratch);
+    Array<int32_t> reordered(n_);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r) {
+      reordered[r] = static_cast<int32_t>(Entry(by_leaf[r]));
+      next_[r] = position_[by_leaf[r]];
+    }
+    perm_.swap(reordered);
+    order_ = perm_.data();
+    position_.swap(next_);
+  }
+
+  bool AddLevel(Level level) {
+    parent_positions_ = level.positions;
+    levels_.push_back(std::move(level));
+    return true;
+  }
+
+  // Per segment (parent position) of a compressed or sliced level: its smallest coordinate, and
+  // the largest span (max - min) over all segments. Segment p holds coordinates
+  // [pos[p] * lanes, pos[p + 1] * lanes).
+  struct SegmentSpans {
+    Array<int32_t> min;
+    int64_t max_span = 0;
+  };
+
+  static SegmentSpans ComputeSpans(const Array<int32_t>& pos, const Array<int32_t>& crd,
+                                   int64_t lanes) {
+    SegmentSpans out;
+    const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
+    out.min.resize(parents);
+    int64_t max_span = 0;
+#pragma omp parallel for schedule(static) reduction(max         \
+                                                    : max_span) \
+    num_threads(ThreadsFor(static_cast <int64_t>(crd.size())))
+    for (int64_t p = 0; p < parents; ++p) {
+      int32_t lo = 0, hi = 0;
+      const int64_t first = pos[p] * lanes, last = pos[p + 1] * lanes;
+      if (first < last) {
+        lo = hi = crd[first];
+        for (int64_t q = first + 1; q < last; ++q) {
+          lo = std::min(lo, crd[q]);
+          hi = std::max(hi, crd[q]);
+        }
+      }
+      out.min[p] = lo;
+      max_span = std::max<int64_t>(max_span, hi - lo);
+    }
+    out.max_span = max_span;
+    return out;
+  }
+
+  // The encoding that stores the coordinates in the fewest bytes: absolute when the extent fits
+  // 8 or 16 bits, else relative to each segment's smallest coordinate when every segment's span
+  // fits (and the bases cost less than they save).
+  static Encoding ChooseEncoding(int64_t positions, int64_t parents, int64_t extent,
+                                 int64_t max_span) {
+    Encoding best;  // 32-bit absolute
+    int64_t best_bytes = 4 * positions;
+    auto consider = [&](int bits, bool relative) {
+      const int64_t bytes = positions * bits / 8 + (relative ? 4 * parents : 0);
+      if (bytes < best_bytes) {
+        best = {bits, relative};
+        best_bytes = bytes;
+      }
+    };
+    for (int bits : {16, 8}) {
+      const int64_t limit = int64_t(1) << bits;
+      if (extent <= limit) consider(bits, false);
+      if (max_span < limit) consider(bits, true);
+    }
+    return best;
+  }
+
+  // Stores a level's coordinates (one per position of the level, or of its lanes for a sliced
+  // level) as its encoding says: chosen, or given and checked.
+  bool StoreCoordinates(Level& level, int l, const Array<int32_t>& crd, int64_t lanes) {
+    const int64_t positions = static_cast<int64_t>(crd.size());
+    const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
+    SegmentSpans spans;
+    if (options_.choose_encodings) {
+      spans = ComputeSpans(level.pos, crd, lanes);
+      level.encoding = ChooseEncoding(positions, parents, level.extent, spans.max_span);
+    } else if (l < static_cast<int>(options_.encodings.size())) {
+      level.encoding = options_.encodings[l];
+      if (level.encoding.relative) spans = ComputeSpans(level.pos, crd, lanes);
+    }
+    const Encoding e = level.encoding;
+    if (e.relative) level.base = spans.min;
+    if (!options_.choose_encodings && e.bits < 32 && !CoordinatesFit(level, l, crd, lanes)) {
+      return false;
+    }
+    level.crd.resize(positions * e.bits / 8);
+    auto store = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      if (!e.relative) {
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(positions))
+        for (int64_t q = 0; q < positions; ++q) out[q] = static_cast<T>(crd[q]);
+        return;
+      }
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(positions))
+      for (int64_t p = 0; p < parents; ++p) {
+        for (int64_t q = level.pos[p] * lanes; q < level.pos[p + 1] * lanes; ++q)
+          out[q] = static_cast<T>(crd[q] - level.base[p]);
+      }
+    };
+    if (e.bits == 8) store(level.crd.data());
+    if (e.bits == 16) store(reinterpret_cast<uint16_t*>(level.crd.data()));
+    if (e.bits == 32) store(reinterpret_cast<int32_t*>(level.crd.data()));
+    return true;
+  }
+
+  // Given encodings are those of the pattern a kernel was tuned on: another pattern's
+  // coordinates may not fit them. Refuses, naming the first that does not.
+  bool CoordinatesFit(const Level& level, int l, const Array<int32_t>& crd, int64_t lanes) {
+    const int bits = level.encoding.bits;
+    const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
+    for (int64_t p = 0; p < parents; ++p) {
+      const int64_t offset = level.encoding.relative ? level.base[p] : 0;
+      for (int64_t q = level.pos[p] * lanes; q < level.pos[p + 1] * lanes; ++q) {
+        if (crd[q] - offset < (int64_t(1) << bits)) continue;
+        return Refuse("level " + std::to_string(l) + ": coordinate " + std::to_string(crd[q]) +
+                      " does not fit the " + std::to_string(bits) +
+                      "-bit coordinates this kernel was tuned with (another sparsity pattern?)");
+      }
+    }
+    return true;
+  }
+
+  void RecordPositions() {
+    recorded_.resize(n_);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r) recorded_[Entry(r)] = position_[r];
+  }
+
+  const Layout& layout_;
+  const Options& options_;
+  const int64_t n_;
+  const int threads_;
+  const int32_t* const* mode_coords_;
+  double cap_ = 0;
+  std::vector<const int32_t*> level_coords_;
+  std::vector<Array<int32_t>> coordinate_storage_;
+  std::vector<int64_t> extents_;
+  Array<int32_t> perm_;             // the entry at each sorted rank, when not the identity
+  const int32_t* order_ = nullptr;  // perm_'s data, or null for the identity
+  Array<int32_t> position_, next_;  // per sorted rank: the position at the current level
+  int64_t parent_positions_ = 1;
+  std::vector<Level> levels_;
+  Array<int32_t> recorded_;  // per entry
+  std::string refusal_;
+};
+
+// The entries in canonical order (lexicographic over the modes) for coordinates given in any
+// order: canonical[k] is the entry of rank k. Refuses coordinates outside dims and duplicates,
+// saying why in *refusal.
+template <template <class> class Allocator = std::allocator>
+std::vector<int32_t, Allocator<int32_t>> CanonicalOrder(const std::vector<int64_t>& dims,
+                                                        int64_t nnz, const int32_t* const* coords,
+                                                        std::string* refusal) {
+  const int order = static_cast<int>(dims.size());
+  std::vector<int32_t, Allocator<int32_t>> canonical;
+  if (nnz > kMaxPositions) {
+    *refusal = "the tensor has " + std::to_string(nnz) +
+               " entries, more than 32-bit positions can address";
+    return canonical;
+  }
+  for (int64_t e = 0; e < nnz; ++e) {
+    for (int m = 0; m < order; ++m) {
+      if (coords[m][e] < 0 || coords[m][e] >= dims[m]) {
+        *refusal = "entry " + std::to_string(e) + ": coordinate " + std::to_string(coords[m][e]) +
+                   " of mode " + std::to_string(m) + " is outside [0, " + std::to_string(dims[m]) +
+                   ")";
+        return canonical;
+      }
+    }
+  }
+  canonical.resize(nnz);
+  std::iota(canonical.begin(), canonical.end(), 0);
+  auto compare = [&](int32_t a, int32_t b) {
+    for (int m = 0; m < order; ++m) {
+      if (coords[m][a] != coords[m][b]) return coords[m][a] < coords[m][b] ? -1 : 1;
+    }
+    return 0;
+  };
+  std::sort(canonical.begin(), canonical.end(),
+            [&](int32_t a, int32_t b) { return compare(a, b) < 0; });
+  for (int64_t k = 1; k < nnz; ++k) {
+    if (compare(canonical[k - 1], canonical[k]) == 0) {
+      *refusal = "the entries hold duplicate coordinates; sum them first";
+      canonical.clear();
+      return canonical;
+    }
+  }
+  return canonical;
+}
+
+// Sparse outputs: for each distinct prefix of `prefix` coordinates among the entries, in
+// canonical order, the position its first entry recorded (LevelPacker::RecordedPosition).
+template <class Packer, class Canonical>
+std::vector<int64_t> PrefixPositions(const Packer& packer, const Canonical& canonical,
+                                     const int32_t* const* coords, int prefix) {
+  std::vector<int64_t> rows;
+  for (size_t k = 0; k < canonical.size(); ++k) {
+    bool same = k > 0;
+    for (int m = 0; m < prefix && same; ++m)
+      same = coords[m][canonical[k]] == coords[m][canonical[k - 1]];
+    if (!same) rows.push_back(packer.RecordedPosition(canonical[k]));
+  }
+  return rows;
+}
+
+}  // namespace
+}  // namespace packer
+}  // namespace sparsetune
+
+#endif  // SPARSETUNE_TENSOR_LEVEL_PACKER_HPP
