@@ -157,6 +157,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
     if (tty && row.status == BatchStatus::kFailed) bar.Message("batch: " + line);
     bar.Update(static_cast<int64_t>(index + 1), line, true);
   };
+  WarnWhenShippedModelMissing(tune.kernel, tune.use_model, tune.model_dir);
   const BatchReport report = RunBatch(request, progress);
   bar.Finish();
   open_summary();  // an empty shard still gets its header

@@ -125,6 +125,7 @@ void RunTune(const TuneOptions& o) {
     bar.SetTotal(static_cast<int64_t>(total));
     bar.Update(measured, stage);
   };
+  WarnWhenShippedModelMissing(request.kernel, request.use_model, request.model_dir);
   const TuneReport report = Tune(request, progress);
   bar.Finish();
   if (o.json) {

@@ -7,13 +7,16 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "base/errors.hpp"
 #include "base/paths.hpp"
 #include "base/threads.hpp"
+#include "costmodel/model_files.hpp"
 #include "db/database.hpp"
 #include "ir/kernels.hpp"
 #include "superschedule/random_schedule.hpp"
@@ -36,6 +39,26 @@ void AddKernelOptions(CLI::App* sub, KernelOptions& o, bool) {
       ->take_all();
   sub->add_option("--dtype", o.dtype, "Value type: f32 (default) or f64")
       ->check(CLI::IsMember({"f32", "f64"}));
+}
+
+void WarnWhenShippedModelMissing(const std::string& kernel, bool use_model,
+                                 const std::string& model_dir) {
+  if (!use_model || !model_dir.empty() || kernel.empty() || !WacoTemplate::ForKernel(kernel))
+    return;
+  const std::filesystem::path folder = std::filesystem::path(DefaultModelsDirectory()) / kernel;
+  std::error_code error;
+  if (std::filesystem::exists(folder / kModelManifest, error)) return;
+  std::string looked;
+  for (const std::string& place : ModelsSearchPath())
+    looked += (looked.empty() ? "" : ", ") + (std::filesystem::path(place) / kernel).string();
+  const char* from_env = std::getenv("SPARSETUNE_MODELS");
+  std::fprintf(stderr,
+               "sparsetune: warning: no cost model for %s (looked in %s%s); measuring FixedCSR, "
+               "the heuristic schedules and sampled candidates instead of the model's choices. "
+               "Point SPARSETUNE_MODELS at the shipped models/ folder or pass --model DIR "
+               "(--no-model silences this)\n",
+               kernel.c_str(), looked.empty() ? "nowhere" : looked.c_str(),
+               from_env && *from_env ? ", from SPARSETUNE_MODELS" : "");
 }
 
 ResolvedKernel ResolveKernel(const KernelOptions& o) {

@@ -73,6 +73,12 @@ constexpr int kMaxSearchEf = 100000;
 // A whole number from lo to hi.
 CLI::Validator CountIn(int64_t lo, int64_t hi);
 
+// Says on stderr that the shipped cost model of `kernel` is not where this executable looks
+// for it, and what is measured instead, when tune or batch would use it (a kernel with a WACO
+// template, no --no-model, no --model). Without it tune measures sampled candidates.
+void WarnWhenShippedModelMissing(const std::string& kernel, bool use_model,
+                                 const std::string& model_dir);
+
 // --db FILE (default: $SPARSETUNE_DB, else sparsetune.db under the XDG data home).
 void AddDatabaseOption(CLI::App* sub, std::string& path);
 std::string DatabasePathOrDefault(const std::string& path);
