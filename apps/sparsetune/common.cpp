@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/compiler.hpp"
 #include "base/errors.hpp"
 #include "base/paths.hpp"
 #include "base/threads.hpp"
@@ -39,6 +40,46 @@ void AddKernelOptions(CLI::App* sub, KernelOptions& o, bool) {
       ->take_all();
   sub->add_option("--dtype", o.dtype, "Value type: f32 (default) or f64")
       ->check(CLI::IsMember({"f32", "f64"}));
+}
+
+std::string FormatMs(double ms) {
+  if (!std::isfinite(ms)) return "?";
+  const char* unit = "ms";
+  double value = ms;
+  if (std::fabs(ms) < 1) {
+    value = ms * 1000;
+    unit = "us";
+  } else if (std::fabs(ms) >= 1000) {
+    value = ms / 1000;
+    unit = "s";
+  }
+  // Three significant digits, never an exponent.
+  const double size = std::fabs(value);
+  const int decimals = size == 0 ? 0 : size < 1 ? 3 : size < 10 ? 2 : size < 100 ? 1 : 0;
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f %s", decimals, value, unit);
+  return text;
+}
+
+std::string ShellWord(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_./=,:+-@%") == std::string::npos;
+  return plain ? text : ShellQuote(text);
+}
+
+std::string KernelArguments(const KernelOptions& o) {
+  std::string out;
+  if (!o.kernel.empty()) out += " --kernel " + ShellWord(o.kernel);
+  if (!o.expr.empty()) out += " --expr " + ShellWord(o.expr);
+  if (!o.sparse.empty()) out += " --sparse " + ShellWord(o.sparse);
+  if (o.sparse_output) out += " --sparse-output";
+  if (!o.dense.empty()) {
+    out += " --dense";
+    for (const auto& d : o.dense) out += " " + ShellWord(d);
+  }
+  if (o.dtype != "f32") out += " --dtype " + ShellWord(o.dtype);
+  return out;
 }
 
 void WarnWhenShippedModelMissing(const std::string& kernel, bool use_model,
