@@ -9,11 +9,14 @@
 #include "commands.hpp"
 #include "help.hpp"
 #include "tune/tune.hpp"
+#include "version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"sparsetune: an offline autotuner for sparse tensor kernels on CPUs", "sparsetune"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  app.set_version_flag("--version", sparsetune::cli::VersionText(),
+                       "Print the version and the git revision it was built from");
   sparsetune::cli::Context context;
   sparsetune::cli::RegisterInfo(app, context);
   sparsetune::cli::RegisterGen(app, context);

@@ -1,5 +1,5 @@
-// What a user learns from the command line itself: an example in every --help, "did you
-// mean" for a mistyped subcommand or option.
+// What a user learns from the command line itself: --version, an example in every --help,
+// "did you mean" for a mistyped subcommand or option.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -33,6 +33,14 @@ std::vector<std::string> Subcommands(const std::string& help) {
     if (std::regex_search(line, match, std::regex("^  ([a-z0-9-]+)"))) names.push_back(match[1]);
   }
   return names;
+}
+
+TEST(Help, VersionNamesTheVersionAndTheRevision) {
+  const CliResult r = RunCli({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_match(r.out, std::regex("sparsetune [0-9]+\\.[0-9]+\\.[0-9]+ \\(git "
+                                                 "[0-9a-z.-]+\\)\n")))
+      << r.out;
 }
 
 TEST(Help, EverySubcommandsHelpEndsWithAnExample) {
