@@ -123,7 +123,8 @@ if in_sets graphs; then
   generate chung_lu_2m chung-lu --vertices 2M --edges 10M --exponent 2.3 --seed 19
 fi
 
-echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags" > "$csv"
+# bench --csv's columns, the first named for the suite's matrix instead of the file.
+echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags,threads" > "$csv"
 for entry in "${suite[@]}"; do
   IFS='|' read -r name file nnz <<< "$entry"
   [ -f "$file" ] || { echo "bench_suite.sh: missing $file; skipped" >&2; continue; }
@@ -133,7 +134,7 @@ for entry in "${suite[@]}"; do
     "${bin[@]}" tune "$file" --kernel "$kernel" --db "$db" --json > "$out/tune/$name-$kernel.json" ||
       { echo "bench_suite.sh: tune failed on $name" >&2; continue; }
     "${bin[@]}" bench "$file" --kernel "$kernel" --db "$db" --csv |
-      awk -F, -v m="$name" 'BEGIN { OFS = "," } { $1 = m; print }' >> "$csv" ||
+      awk -F, -v m="$name" 'BEGIN { OFS = "," } NR > 1 { $1 = m; print }' >> "$csv" ||
       echo "bench_suite.sh: bench failed on $name" >&2
   done
 done
