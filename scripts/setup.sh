@@ -56,6 +56,8 @@ step() {
 }
 echo "setup: missing Debian packages: ${missing[*]} (apt's output: $log)" >&2
 step "updating the package lists" "${sudo_cmd[@]}" apt-get update
-step "downloading and installing ${#missing[@]} packages (a few minutes)" \
+count="${#missing[@]} packages"
+[ ${#missing[@]} -eq 1 ] && count="1 package"
+step "downloading and installing $count (a few minutes)" \
   "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 echo "setup: done in $((SECONDS - start)) s" >&2
