@@ -53,7 +53,8 @@ CommandResult RunCommand(const std::vector<std::string>& args, const std::string
 }
 
 CommandResult Configure(const TempDir& dir, const std::string& build, const std::string& db) {
-  return RunCommand({"cmake", "-S", kProject, "-B", build, "-DSPARSETUNE=" SPARSETUNE_BINARY,
+  // The build tree's package (sparsetuneConfig.cmake), as an installed one would be found.
+  return RunCommand({"cmake", "-S", kProject, "-B", build, "-Dsparsetune_DIR=" SPARSETUNE_BUILD_DIR,
                      "-DSPARSETUNE_DB=" + db, "-DMATRIX=" + kExample},
                     dir.File("configure.log"));
 }
@@ -65,8 +66,9 @@ TEST(CMakeExample, BuildsTheTunedKernelAndMatchesCsr) {
   // Nothing stored yet: configuring fails and tells the user what to run.
   const auto miss = Configure(dir, dir.path() + "/miss", db);
   EXPECT_NE(miss.exit_code, 0) << miss.output;
-  EXPECT_NE(miss.output.find("sparsetune tune"), std::string::npos) << miss.output;
-  EXPECT_NE(miss.output.find("--kernel spmv"), std::string::npos) << miss.output;
+  EXPECT_NE(miss.output.find("sparsetune tune " + kExample + " --kernel spmv --db " + db),
+            std::string::npos)
+      << miss.output;
 
   const auto tune = RunCli(
       {"tune", kExample, "--kernel", "spmv", "--db", db, "--samples", "2", "--no-model", "--json"});
