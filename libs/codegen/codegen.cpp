@@ -1231,7 +1231,12 @@ class Emitter {
     if (rows.empty()) return;
     std::vector<LoopVar> inner;
     CollectInnerVars(n, &inner);
-    const std::string hi = "hi_" + RawVarName(n.var);
+    // Absolute coordinates are valid across segments: the prefetch runs ahead into the next
+    // rows too, so a row's first nonzeros find their rows in cache. Relative ones need their
+    // segment's base.
+    const std::string hi = encodings_[n.level].relative
+                               ? "hi_" + RawVarName(n.var)
+                               : "args->levels[" + std::to_string(n.level) + "].positions";
     Line("if (" + position + " < " + hi + ") {");
     ++depth_;
     const std::string coordinate = CoordinateAt(n.level, n.var, position);

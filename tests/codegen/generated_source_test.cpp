@@ -354,12 +354,13 @@ TEST_F(GeneratedKernels, SddmmDotProductsUseVectorPartialSumsAndJamNonzeros) {
 
 // Prefetch N: a compressed loop that gathers dense rows through its coordinate prefetches the
 // rows of the nonzero N positions ahead (SpMV's x element, SpMM's slice of B's row, SDDMM's
-// row of C), inside its segment only.
+// row of C), across segments when the coordinates are absolute (the next rows' first nonzeros),
+// inside its segment when they are relative to it.
 TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathers) {
   Schedule spmv = FixedCsrSchedule(KernelExpression("spmv"));
   spmv.prefetch = 16;
   std::string source = CompiledAndVerified(Runner("spmv", matrix_), spmv);
-  EXPECT_TRUE(Has(source, "if (p1 + 16 < hi_i1) {"));
+  EXPECT_TRUE(Has(source, "if (p1 + 16 < args->levels[1].positions) {"));
   EXPECT_TRUE(Has(source, "const int64_t i1 = (int64_t)L1_crd[p1 + 16];"));
   EXPECT_TRUE(Has(source, "__builtin_prefetch((const char*)&T2[i1] + b);"));
   const Schedule tiled = Parse({{"splits", {{"j", 16}}},
@@ -382,6 +383,12 @@ TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathe
   EXPECT_TRUE(Has(source, "L1_crd[pj1 + 5]"));
   EXPECT_TRUE(Has(source, "st_min(d2 * (int64_t)sizeof(value_t), 2048)"));
   EXPECT_TRUE(Has(source, "__builtin_prefetch((const char*)&T3[(i1) * d2 + i2] + b);"));
+  // Relative coordinates need their segment's base: the prefetch stays in the segment.
+  Schedule relative = FixedCsrSchedule(KernelExpression("spmv"));
+  relative.narrow_coordinates = true;
+  relative.prefetch = 4;
+  source = CompiledAndVerified(Runner("spmv", Band(40, 300000, 200, 14)), relative);
+  EXPECT_TRUE(Has(source, "if (p1 + 4 < hi_i1) {"));
   // B(i,k) does not depend on j: never prefetched.
   EXPECT_TRUE(Lacks(source, "&T2[(i0) * d2 + i2] + b"));
   // Out of range.
