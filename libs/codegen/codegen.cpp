@@ -284,9 +284,11 @@ class Emitter {
   // A transposed input whose rows (its copy's rows: SDDMM's C(k,j) read as C^T(j,k)) are split
   // and whose outer part is the nest's outermost loop, serial: its copy holds one slice of rows
   // at a time, transposed at the start of each iteration of that loop, so it stays in cache
-  // for the computation that reads it instead of passing through memory whole. Null otherwise.
+  // for the computation that reads it instead of passing through memory whole. Null otherwise,
+  // and for a renumbered input, whose whole copy is permuted after its transposition.
   const NestNode* SliceLoop(int tensor) const {
-    if (!IsTransposed(tensor) || e_.tensors[tensor].indices.size() != 2) return nullptr;
+    if (!IsTransposed(tensor) || e_.tensors[tensor].indices.size() != 2 || IsReordered(tensor))
+      return nullptr;
     const NestNode* root = nest_.root.get();
     const std::string rows = nest_.StorageIndices(tensor)[0];
     if (root->kind != NestNode::Kind::kLoop || root->parallel || root->var.index != rows ||
