@@ -134,7 +134,7 @@ void RegisterRun(CLI::App& app, Context& context) {
       ->check(ThreadCount());
   sub->add_flag("--verify,!--no-verify", o->verify,
                 "Check the result against the reference (default on)");
-  sub->add_flag("--baked", o->baked, "Compile split sizes, chunk and threads in as constants");
+  sub->add_flag("--baked", o->baked, "Compile split sizes and chunk in as constants");
   sub->add_flag("--explain", o->explain, "Print the loop nest");
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->callback([o, &context] { RunRun(*o, context); });

@@ -146,15 +146,6 @@ void PrintReport(const TuneReport& r, bool explain) {
   }
   std::printf("  tune        %.2f s\n", r.tune_ms / 1000);
   for (const auto& path : r.emitted_files) std::printf("  emitted     %s\n", path.c_str());
-  if (!r.emitted_files.empty() && !r.winner_json.empty()) {
-    const OrderingKind ordering =
-        Schedule::FromJson(nlohmann::json::parse(r.winner_json), "the winner").ordering;
-    if (ordering != OrderingKind::kNone)
-      std::printf(
-          "  warning     the emitted kernel runs in the given order without the winner's %s "
-          "ordering; it can be slower than the time above\n",
-          OrderingName(ordering));
-  }
   if (explain) {
     PrintLegend();
   } else if (!r.from_db) {

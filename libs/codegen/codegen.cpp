@@ -139,14 +139,12 @@ class Emitter {
     }
     if (mode_ == CodegenMode::kBaked) {
       Line("constexpr int chunk = " + std::to_string(nest_.schedule.chunk) + ";");
-      Line("const int nthreads = " +
-           (nest_.schedule.threads > 0 ? std::to_string(nest_.schedule.threads)
-                                       : std::string("omp_get_max_threads()")) +
-           ";");
     } else {
       Line("const int chunk = args->chunk > 0 ? (int)args->chunk : 1;");
-      Line("const int nthreads = args->threads > 0 ? (int)args->threads : omp_get_max_threads();");
     }
+    // The caller's thread count even when baked: an emitted kernel runs on the threads OpenMP
+    // gives the program, not on those of the machine it was tuned on.
+    Line("const int nthreads = args->threads > 0 ? (int)args->threads : omp_get_max_threads();");
     Line("(void)chunk; (void)nthreads;");
     for (size_t l = 0; l < nest_.storage.levels.size(); ++l) {
       const std::string L = std::to_string(l);

@@ -184,6 +184,11 @@ class LevelPacker {
   const std::string& Refusal() const {
     return refusal_;
   }
+  // Refused because a coordinate does not fit the given encodings (options.encodings): the
+  // same entries pack with 32-bit coordinates.
+  bool RefusedForWidth() const {
+    return refused_for_width_;
+  }
   std::vector<Level>& Levels() {
     return levels_;
   }
@@ -194,6 +199,22 @@ class LevelPacker {
   // The position of `entry` after options.record_after_levels levels.
   int32_t RecordedPosition(int64_t entry) const {
     return recorded_[entry];
+  }
+
+  // Each entry's position among the values (the leaf level's), in the order the entries were
+  // given: new values of the same entries go there (ScatterValues does the same at packing).
+  // Empty when every entry sits at its own index, as a canonical CSR's do.
+  Array<int32_t> EntryPositions() const {
+    Array<int32_t> positions(n_);
+    bool identity = true;
+#pragma omp parallel for schedule(static) num_threads(threads_) reduction(&& : identity)
+    for (int64_t r = 0; r < n_; ++r) {
+      const int64_t entry = Entry(r);
+      positions[entry] = position_[r];
+      identity = identity && position_[r] == entry;
+    }
+    if (identity) positions = Array<int32_t>();
+    return positions;
   }
 
   // values[position] = source[entry] at each entry's leaf position, zero at padding.
@@ -504,6 +525,7 @@ class LevelPacker {
         return Refuse("singleton level " + std::to_string(l) + " has no relative coordinates");
       for (int64_t q = 0; level.encoding.bits < 32 && q < level.positions; ++q) {
         if (crd[q] < (int64_t(1) << level.encoding.bits)) continue;
+        refused_for_width_ = true;
         return Refuse("level " + std::to_string(l) + ": coordinate " + std::to_string(crd[q]) +
                       " does not fit the " + std::to_string(level.encoding.bits) +
                       "-bit coordinates this kernel was tuned with (another sparsity pattern?)");
@@ -798,6 +820,7 @@ class LevelPacker {
       const int64_t offset = level.encoding.relative ? level.base[p] : 0;
       for (int64_t q = level.pos[p] * lanes; q < level.pos[p + 1] * lanes; ++q) {
         if (crd[q] - offset < (int64_t(1) << bits)) continue;
+        refused_for_width_ = true;
         return Refuse("level " + std::to_string(l) + ": coordinate " + std::to_string(crd[q]) +
                       " does not fit the " + std::to_string(bits) +
                       "-bit coordinates this kernel was tuned with (another sparsity pattern?)");
@@ -828,7 +851,28 @@ class LevelPacker {
   std::vector<Level> levels_;
   Array<int32_t> recorded_;  // per entry
   std::string refusal_;
+  bool refused_for_width_ = false;
 };
+
+// Why the entries cannot be packed into a tensor of these dims, before anything is sorted: more
+// than 32-bit positions address, or a coordinate outside the dims. Empty when they can.
+inline std::string EntriesRefusal(const std::vector<int64_t>& dims, int64_t nnz,
+                                  const int32_t* const* coords) {
+  if (nnz > kMaxPositions) {
+    return "the tensor has " + std::to_string(nnz) +
+           " entries, more than 32-bit positions can address";
+  }
+  const int order = static_cast<int>(dims.size());
+  for (int64_t e = 0; e < nnz; ++e) {
+    for (int m = 0; m < order; ++m) {
+      if (coords[m][e] < 0 || coords[m][e] >= dims[m]) {
+        return "entry " + std::to_string(e) + ": coordinate " + std::to_string(coords[m][e]) +
+               " of mode " + std::to_string(m) + " is outside [0, " + std::to_string(dims[m]) + ")";
+      }
+    }
+  }
+  return std::string();
+}
 
 // The entries in canonical order (lexicographic over the modes) for coordinates given in any
 // order: canonical[k] is the entry of rank k. Refuses coordinates outside dims and duplicates,
@@ -839,21 +883,8 @@ std::vector<int32_t, Allocator<int32_t>> CanonicalOrder(const std::vector<int64_
                                                         std::string* refusal) {
   const int order = static_cast<int>(dims.size());
   std::vector<int32_t, Allocator<int32_t>> canonical;
-  if (nnz > kMaxPositions) {
-    *refusal = "the tensor has " + std::to_string(nnz) +
-               " entries, more than 32-bit positions can address";
-    return canonical;
-  }
-  for (int64_t e = 0; e < nnz; ++e) {
-    for (int m = 0; m < order; ++m) {
-      if (coords[m][e] < 0 || coords[m][e] >= dims[m]) {
-        *refusal = "entry " + std::to_string(e) + ": coordinate " + std::to_string(coords[m][e]) +
-                   " of mode " + std::to_string(m) + " is outside [0, " + std::to_string(dims[m]) +
-                   ")";
-        return canonical;
-      }
-    }
-  }
+  *refusal = EntriesRefusal(dims, nnz, coords);
+  if (!refusal->empty()) return canonical;
   canonical.resize(nnz);
   std::iota(canonical.begin(), canonical.end(), 0);
   auto compare = [&](int32_t a, int32_t b) {
@@ -887,6 +918,17 @@ std::vector<int64_t> PrefixPositions(const Packer& packer, const Canonical& cano
     if (!same) rows.push_back(packer.RecordedPosition(canonical[k]));
   }
   return rows;
+}
+
+// New values for n packed entries, given in the order they were packed from: values[at] =
+// source[entry] where at is the entry's position (LevelPacker::EntryPositions; the entry's own
+// index when `positions` is empty). Positions no entry holds (padding) keep their zeros.
+template <class Value, class Source, class Positions>
+void UpdateValues(Value* values, const Positions& positions, int64_t n, const Source* source) {
+  const bool identity = positions.empty();
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(n))
+  for (int64_t e = 0; e < n; ++e)
+    values[identity ? e : positions[e]] = static_cast<Value>(source[e]);
 }
 
 }  // namespace

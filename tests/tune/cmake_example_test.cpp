@@ -1,6 +1,6 @@
 // examples/cmake as a user builds it: configuring stops with the tune command while the
 // database has no winner; after a tune it emits, builds and links the kernel, and the program
-// agrees with a plain CSR loop.
+// agrees with a plain CSR loop and times itself against it.
 #include <gtest/gtest.h>
 #include <spawn.h>
 
@@ -90,6 +90,11 @@ TEST(CMakeExample, BuildsTheTunedKernelAndMatchesCsr) {
   const double error = std::stod(match[1]);
   EXPECT_LT(error, 1e-4) << run.output;
   EXPECT_NE(run.output.find("138187 nonzeros"), std::string::npos) << run.output;
+  // It times the tuned kernel against its own plain CSR loop and prints the ratio.
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("plain CSR loop [0-9.]+ us"))) << run.output;
+  EXPECT_TRUE(
+      std::regex_search(run.output, std::regex("speedup over the plain CSR loop: [0-9.]+x")))
+      << run.output;
 }
 
 }  // namespace

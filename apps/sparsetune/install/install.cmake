@@ -2,8 +2,9 @@
 # with dlopen in PREFIX/lib/sparsetune (where FindModule looks); the shipped models in
 # PREFIX/share/sparsetune/models (where DefaultModelsDirectory looks) and the JSON schemas of
 # the outputs beside them; and what a user's build needs for an emitted kernel: the CMake
-# package (find_package(sparsetune): the targets sparsetune::sparsetune and sparsetune::kernel,
-# the function sparsetune_add_kernel), a pkg-config file and an include folder. The build tree
+# package (find_package(sparsetune): the targets sparsetune::sparsetune, sparsetune::kernel and
+# sparsetune::orderings, the function sparsetune_add_kernel), a pkg-config file and an include
+# folder. The build tree
 # exports the same package, so -Dsparsetune_DIR=BUILD works without installing.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -26,6 +27,9 @@ target_compile_features(sparsetune_kernel INTERFACE cxx_std_17)
 
 install(TARGETS sparsetune EXPORT sparsetuneTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS sparsetune_kernel EXPORT sparsetuneTargets)
+# The partition and community orderings (METIS, igraph) for the emitted kernels that need them.
+install(TARGETS sparsetune_orderings EXPORT sparsetuneTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # Private modules: lib/sparsetune whatever the platform's library folder is (FindModule's path).
 install(TARGETS sparsetune_costmodel_torch sparsetune_baselines_libraries
         LIBRARY DESTINATION lib/sparsetune)

@@ -6,7 +6,8 @@
 # pattern, the kernel and this machine (`sparsetune query MATRIX --kernel K --emit DIR`: no
 # tuning, no compiler) and adds <target>, a static library built from the emitted kernel
 # (<DIR>/sparsetune_<kernel>.h and .cpp; "expr" for EXPR) with the flags it was timed with
-# (-O3 -march=native; NO_NATIVE leaves out -march=native) and sparsetune::kernel. When nothing
+# (-O3 -march=native; NO_NATIVE leaves out -march=native) and sparsetune::kernel (and
+# sparsetune::orderings when the schedule orders rows by partition or community). When nothing
 # is stored, configuring stops with the `sparsetune tune` command to run first, or, with
 # TUNE_ON_MISS, runs it (with TUNE_ARGS). DATABASE defaults to sparsetune's own default
 # ($SPARSETUNE_DB, else sparsetune.db under the XDG data home). MATRIX and DATABASE become
@@ -91,6 +92,12 @@ function(sparsetune_add_kernel target)
   add_library(${target} STATIC "${emitted}")
   target_include_directories(${target} PUBLIC "${emit_dir}")
   target_link_libraries(${target} PUBLIC sparsetune::kernel)
+  # A schedule that orders rows by METIS parts or Louvain communities computes them in
+  # libsparsetune_orderings.
+  file(STRINGS "${emitted}" external_ordering REGEX "^extern \"C\" int sparsetune_order_graph")
+  if(external_ordering)
+    target_link_libraries(${target} PUBLIC sparsetune::orderings)
+  endif()
   target_compile_options(${target} PRIVATE -O3)
   if(NOT ARG_NO_NATIVE)
     include(CheckCXXCompilerFlag)
