@@ -42,6 +42,16 @@ StorageFormat ColumnBlocked(int64_t width) {  // k1:U i:U k0:C, narrow coordinat
   return f;
 }
 
+StorageFormat CooBlocks(int64_t block) {  // i1:U k1:C k0:C i0:Q, square blocks
+  StorageFormat f;
+  f.split = {block, block};
+  f.levels = {LevelSpec{0, SplitPart::kOuter, LevelKind::kDense},
+              LevelSpec{1, SplitPart::kOuter, LevelKind::kCompressed},
+              LevelSpec{1, SplitPart::kInner, LevelKind::kCompressed},
+              LevelSpec{0, SplitPart::kInner, LevelKind::kSingleton}};
+  return f;
+}
+
 double MedianPackMs(const sparsetune::CooTensor& t, const StorageFormat& f, int repeats,
                     std::string& refusal) {
   std::vector<double> ms;
@@ -103,6 +113,7 @@ int main(int argc, char** argv) {
       {"sell4", Sell(4)},
       {"groupcoo_G8", GroupCoo(8)},
       {"column_blocked_64k", ColumnBlocked(65536)},
+      {"coo_blocks_64k", CooBlocks(65536)},
   };
   std::printf("%-10s %-20s %10s %10s %8s\n", "matrix", "format", "nnz", "pack_ms", "vs_csr");
   for (const Matrix& m : matrices) {

@@ -15,8 +15,9 @@
 # the best sparsetune kernel against each library, the best library, the textbook kernel, the
 # best fair baseline = the best of the libraries and the textbook kernel, and FixedCSR) into
 # the output folder, and plots (gnuplot, installed on demand from Debian: gnuplot-nox):
-# speedup.svg (per matrix, the tuned winner over each baseline) and bandwidth.svg (effective
-# bandwidth against nonzeros).
+# speedup.svg (one panel per kernel: per matrix, the tuned winner over each baseline) and
+# bandwidth.svg (one panel per kernel: effective bandwidth against nonzeros of the tuned
+# winner, the best library and the textbook kernel, with the bandwidth probe).
 #
 # Usage: scripts/bench_suite.sh [options]
 #   --kernels "spmv spmm sddmm sddmm_nt"
@@ -123,7 +124,8 @@ if in_sets graphs; then
   generate chung_lu_2m chung-lu --vertices 2M --edges 10M --exponent 2.3 --seed 19
 fi
 
-echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags" > "$csv"
+# bench --csv's columns, the first named for the suite's matrix instead of the file.
+echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags,threads" > "$csv"
 for entry in "${suite[@]}"; do
   IFS='|' read -r name file nnz <<< "$entry"
   [ -f "$file" ] || { echo "bench_suite.sh: missing $file; skipped" >&2; continue; }
@@ -133,7 +135,7 @@ for entry in "${suite[@]}"; do
     "${bin[@]}" tune "$file" --kernel "$kernel" --db "$db" --json > "$out/tune/$name-$kernel.json" ||
       { echo "bench_suite.sh: tune failed on $name" >&2; continue; }
     "${bin[@]}" bench "$file" --kernel "$kernel" --db "$db" --csv |
-      awk -F, -v m="$name" 'BEGIN { OFS = "," } { $1 = m; print }' >> "$csv" ||
+      awk -F, -v m="$name" 'BEGIN { OFS = "," } NR > 1 { $1 = m; print }' >> "$csv" ||
       echo "bench_suite.sh: bench failed on $name" >&2
   done
 done
@@ -210,36 +212,78 @@ if ! command -v gnuplot > /dev/null; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends gnuplot-nox >&2 || true
 fi
 if command -v gnuplot > /dev/null; then
-  awk -F, 'NR > 1 && $6 == "true" { key = $1 " " $2
-      if ($4 == "tuned") own[key] = $7; else if ($5 == "library" || $5 == "hand") lib[key, $4] = $7
-      names[$4] = ($5 == "library" || $5 == "hand") }
-    END { for (key in own) { line = key; for (l in names) if (names[l]) line = line " " ((key SUBSEP l) in lib ? lib[key, l] / own[key] : "NaN"); print line }
-          printf "#"; for (l in names) if (names[l]) printf " %s", l; print "" }' "$out/results.csv" | sort > "$out/speedup.dat"
-  header=$(grep '^#' "$out/speedup.dat" | sed 's/^# //')
-  plot="" ; col=3
-  for l in $header; do plot="$plot${plot:+, }'$out/speedup.dat' using $col:xtic(1) title '$l'"; col=$((col + 1)); done
+  # One panel per kernel; each matrix once per panel, smallest first. Labels are printed as
+  # they are (noenhanced: gnuplot's enhanced text would make "librsb_tuned" a subscript).
+  plots=$(mktemp -d)
+  trap 'rm -rf "$plots"' EXIT
+  # spmv, spmm, sddmm, sddmm_nt first, then any other kernel.
+  plot_kernels=$(awk -F, 'NR > 1 && $6 == "true" { print $2 }' "$csv" | sort -u |
+    awk '{ r = index(" spmv spmm sddmm sddmm_nt ", " " $1 " "); print (r ? r : 100), $1 }' | sort -n | cut -d' ' -f2)
+  n_kernels=$(wc -w <<< "$plot_kernels")
+  speedup_panels="" bandwidth_panels=""
+  for k in $plot_kernels; do
+    baselines=$(awk -F, -v k="$k" 'NR > 1 && $2 == k && $6 == "true" && ($5 == "library" || $5 == "hand") { print $4 }' "$csv" | sort -u | tr '\n' ' ')
+    # Per matrix, the tuned winner's speedup over each baseline ("?" where one is missing).
+    awk -F, -v k="$k" -v libs="$baselines" 'NR > 1 && $2 == k && $6 == "true" {
+        nnz[$1] = $3
+        if ($4 == "tuned") own[$1] = $7
+        else if ($5 == "library" || $5 == "hand") t[$1 SUBSEP $4] = $7 }
+      END { n = split(libs, L, " ")
+        for (m in own) { line = nnz[m] " " m
+          for (i = 1; i <= n; ++i) line = line " " ((m SUBSEP L[i]) in t ? t[m, L[i]] / own[m] : "?")
+          print line } }' "$csv" | sort -n | cut -d' ' -f2- > "$plots/speedup-$k.body"
+    { printf 'matrix'; for l in $baselines; do
+        [ "$l" = hand ] && printf ' "textbook kernel"' || printf ' %s' "$l"; done; echo
+      cat "$plots/speedup-$k.body"; } > "$plots/speedup-$k.dat"
+    columns=$(( $(wc -w <<< "$baselines") + 1 ))
+    speedup_panels+="set title '$k: tuned winner over each baseline (above 1: sparsetune faster)'
+plot for [c=2:$columns] '$plots/speedup-$k.dat' using c:xtic(1) title columnheader(c), 1 with lines lc rgb 'black' notitle
+"
+    # Per matrix: effective bandwidth of the tuned winner, the best library and the textbook
+    # kernel; the mean of the bandwidth probe as a line.
+    awk -F, -v k="$k" 'NR > 1 && $2 == k && $6 == "true" {
+        nnz[$1] = $3; probe += $10; ++probes
+        if ($4 == "tuned") own[$1] = $8
+        if ($5 == "library" && (!($1 in lib) || $8 > lib[$1])) lib[$1] = $8
+        if ($5 == "hand") hand[$1] = $8 }
+      END { for (m in nnz) print nnz[m], (m in own ? own[m] : "?"), (m in lib ? lib[m] : "?"), (m in hand ? hand[m] : "?")
+            printf "%.2f\n", probes ? probe / probes : 0 > "/dev/stderr" }' "$csv" \
+      > "$plots/bandwidth-$k.dat" 2> "$plots/probe-$k"
+    probe=$(cat "$plots/probe-$k")
+    bandwidth_panels+="set title '$k: effective bandwidth (the least bytes a call must move, over its time; above the probe: operands in the caches)'
+plot '$plots/bandwidth-$k.dat' using 1:2 title 'tuned winner' pt 7, '' using 1:3 title 'best library' pt 5, '' using 1:4 title 'textbook kernel' pt 9, $probe with lines lc rgb 'black' dt 2 title 'bandwidth probe, $probe GB/s (mean)'
+"
+  done
   gnuplot <<GNUPLOT
-set terminal svg size 1200,600 font "sans,11"
+set terminal svg size 1200,$((380 * n_kernels)) font "sans,11" noenhanced
 set output "$out/speedup.svg"
-set title "Tuned sparsetune kernel over each baseline (above 1: sparsetune faster)"
+set datafile missing "?"
+set multiplot layout $n_kernels,1
 set style data histogram
+set style histogram clustered gap 1
 set style fill solid 0.8
-set xtics rotate by -45
+set xtics rotate by -35 noenhanced
 set logscale y 2
 set ylabel "speedup"
 set grid ytics
-plot $plot, 1 with lines lc rgb "black" notitle
+set key outside right top noenhanced
+$speedup_panels
+unset multiplot
 GNUPLOT
-  awk -F, 'NR > 1 && $6 == "true" { print $3, $8, $5 }' "$out/results.csv" > "$out/bandwidth.dat"
   gnuplot <<GNUPLOT
-set terminal svg size 900,600 font "sans,11"
+set terminal svg size 1000,$((380 * n_kernels)) font "sans,11" noenhanced
 set output "$out/bandwidth.svg"
-set title "Effective bandwidth against nonzeros"
+set datafile missing "?"
+set multiplot layout $n_kernels,1
 set logscale x
 set xlabel "nonzeros"
 set ylabel "GB/s"
 set grid
-plot "< grep sparsetune $out/bandwidth.dat" using 1:2 title "sparsetune" pt 7, "< grep library $out/bandwidth.dat" using 1:2 title "libraries" pt 5, "< grep hand $out/bandwidth.dat" using 1:2 title "textbook kernels" pt 9
+set key outside below horizontal noenhanced
+set offsets 0, 0, graph 0.1, 0
+set yrange [0:*]
+$bandwidth_panels
+unset multiplot
 GNUPLOT
   echo "plots: $out/speedup.svg $out/bandwidth.svg" >&2
 fi

@@ -49,8 +49,8 @@ std::string DescribeRow(const BatchRow& row) {
   switch (row.status) {
     case BatchStatus::kTuned:
     case BatchStatus::kFromDb:
-      std::snprintf(text, sizeof text, "%s %.4g ms, %.2fx FixedCSR", BatchStatusName(row.status),
-                    row.winner_ms, row.speedup);
+      std::snprintf(text, sizeof text, "%s %s, %.2fx FixedCSR", BatchStatusName(row.status),
+                    FormatMs(row.winner_ms).c_str(), row.speedup);
       return row.name + ": " + text;
     case BatchStatus::kFailed:
       return row.name + ": failed: " + row.message;
@@ -154,9 +154,16 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   progress.done = [&](size_t index, size_t, const BatchRow& row) {
     if (summary.is_open()) summary << BatchCsvRow(row) << "\n" << std::flush;
     const std::string line = DescribeRow(row);
-    if (tty && row.status == BatchStatus::kFailed) bar.Message("batch: " + line);
-    bar.Update(static_cast<int64_t>(index + 1), line, true);
+    // On a terminal every matrix's line stays above the bar, which is redrawn below it; in a
+    // log each update is a line of its own anyway.
+    if (tty) {
+      bar.Message("batch: " + line);
+      bar.Update(static_cast<int64_t>(index + 1), "", true);
+    } else {
+      bar.Update(static_cast<int64_t>(index + 1), line, true);
+    }
   };
+  WarnWhenShippedModelMissing(tune.kernel, tune.use_model, tune.model_dir);
   const BatchReport report = RunBatch(request, progress);
   bar.Finish();
   open_summary();  // an empty shard still gets its header

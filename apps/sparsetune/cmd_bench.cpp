@@ -4,6 +4,7 @@
 // threads, each verified, all timed together in shuffled rounds; a bandwidth and a FLOP-rate
 // probe say how far each is from the machine's limits.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "baselines/baseline.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "db/machine.hpp"
 #include "io/read.hpp"
 #include "jit/jit.hpp"
 #include "measure/runner.hpp"
@@ -46,6 +48,7 @@ struct BenchOptions {
   double min_ms = 300;
   bool json = false;
   bool csv = false;
+  bool threads_given = false;  // --threads was on the command line (even --threads 0)
 };
 
 // STREAM-triad-like: a = b + s * c over arrays well beyond the last-level cache, all threads;
@@ -98,6 +101,46 @@ double Flops(const std::string& kernel, const CooTensor& t, const IndexSizes& si
   return 0;
 }
 
+// The columns of --csv, its first line.
+constexpr const char* kCsvHeader =
+    "file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,"
+    "flop_probe_gflops,flop_share,version,flags,threads";
+
+// "1.2 MB", "32 MB".
+std::string FormatBytes(double bytes) {
+  const char* unit = bytes >= 1e9 ? "GB" : bytes >= 1e6 ? "MB" : "kB";
+  const double value = bytes / (bytes >= 1e9 ? 1e9 : bytes >= 1e6 ? 1e6 : 1e3);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f %s", value < 10 ? 2 : value < 100 ? 1 : 0, value, unit);
+  return text;
+}
+
+// What bench is doing, on stderr: one line a step, or one line redrawn on a terminal.
+class BenchProgress {
+ public:
+  explicit BenchProgress(int64_t total) : total_(total), tty_(isatty(STDERR_FILENO) == 1) {}
+  void Step(const std::string& what) {
+    ++done_;
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[Kbench: %s (%lld/%lld)", what.c_str(), (long long)done_,
+                   (long long)total_);
+    } else {
+      std::fprintf(stderr, "bench: %s (%lld/%lld)\n", what.c_str(), (long long)done_,
+                   (long long)total_);
+    }
+    std::fflush(stderr);
+  }
+  void Finish() {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+
+ private:
+  int64_t total_;
+  int64_t done_ = 0;
+  bool tty_;
+};
+
 // Commas would split a CSV field.
 std::string CsvField(std::string text) {
   std::replace(text.begin(), text.end(), ',', ';');
@@ -113,6 +156,10 @@ struct Contender {
   std::string message;
   double prepare_ms = 0;
   double ordering_ms = 0;  // of which renumbering rows and columns
+  int threads = 0;         // the threads it runs on
+  // sparsetune's schedules from the database or a file: the thread count they name, which
+  // they run with unless --threads overrides it (-1: not such a schedule).
+  int stored_threads = -1;
   TimingResult time;
 };
 
@@ -136,12 +183,20 @@ bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, st
   return true;
 }
 
-// sparsetune's contenders, each named for the table: FixedCSR, the library rules, Scorch's
-// schedule, GroupCOO, the stored winner, the given schedules and sampled ones.
-void AddScheduleContenders(const ResolvedKernel& k, const CooTensor& tensor,
-                           const IndexSizes& sizes, const BenchOptions& o,
-                           const std::vector<Schedule>& given,
-                           const std::function<void(const std::string&, Schedule)>& add_schedule) {
+// sparsetune's schedules: those with a name of their own run on `threads` threads; the
+// stored winner and given files run as they are, unless --threads was given.
+struct NamedSchedule {
+  std::string name;
+  Schedule schedule;
+  bool as_stored = false;
+};
+
+// sparsetune's contenders, named for the table, from the candidate sources tune uses: FixedCSR,
+// the library rules, Scorch's schedule, GroupCOO; then the stored winner, the given schedules
+// and sampled ones.
+std::vector<NamedSchedule> ScheduleContenders(const ResolvedKernel& k, const CooTensor& tensor,
+                                              const IndexSizes& sizes, const BenchOptions& o,
+                                              const std::vector<Schedule>& given) {
   CandidateContext context;
   context.kernel = context.kernel_key = k.name;
   context.expression = &k.expression;
@@ -149,18 +204,21 @@ void AddScheduleContenders(const ResolvedKernel& k, const CooTensor& tensor,
   context.tensor = &tensor;
   context.fingerprint = PatternFingerprint(tensor);
   context.prefix_nnz = ComputePatternStats(tensor, StatsDetail::kLinear).prefix_nnz;
+  context.value_bytes = DTypeSize(k.dtype);
   auto propose = [&](const std::unique_ptr<CandidateSource>& source) {
     return source->Propose(context).value_or(std::vector<TuneCandidate>{});
   };
-  add_schedule("fixed_csr", FixedCsrSchedule(k.expression));
+  std::vector<NamedSchedule> schedules;
+  schedules.push_back({"fixed_csr", FixedCsrSchedule(k.expression)});
   int h = 0;
   for (const auto& c : propose(LibraryRuleSource()))
-    add_schedule("heuristic_" + std::to_string(++h), c.schedule);
-  add_schedule("scorch", propose(ScorchSource()).front().schedule);
+    schedules.push_back({"heuristic_" + std::to_string(++h), c.schedule});
+  schedules.push_back({"scorch", propose(ScorchSource()).front().schedule});
   for (const auto& c : propose(GroupCooSource())) {
     const auto& grouped = c.schedule.groups;
     std::string name = c.schedule.splits.count("i") ? "blockgroupcoo_" : "groupcoo_";
-    add_schedule(name + std::to_string(grouped.empty() ? 1 : grouped.begin()->second), c.schedule);
+    schedules.push_back(
+        {name + std::to_string(grouped.empty() ? 1 : grouped.begin()->second), c.schedule});
   }
   {
     QueryRequest q;
@@ -171,58 +229,20 @@ void AddScheduleContenders(const ResolvedKernel& k, const CooTensor& tensor,
     q.dtype = k.dtype;
     q.db_path = DatabasePathOrDefault(o.db);
     const QueryAnswer answer = Query(q);
-    if (answer.hit)
-      add_schedule("tuned", Schedule::FromJson(nlohmann::json::parse(answer.winner_json), "db"));
+    if (answer.hit) {
+      schedules.push_back(
+          {"tuned", Schedule::FromJson(nlohmann::json::parse(answer.winner_json), "db"), true});
+    }
   }
-  for (size_t s = 0; s < given.size(); ++s) add_schedule(o.schedules[s], given[s]);
+  for (size_t s = 0; s < given.size(); ++s) schedules.push_back({o.schedules[s], given[s], true});
   if (o.samples > 0) {
     SampleOptions options;
     options.samples = o.samples;
     int n = 0;
     for (const auto& c : propose(SampledSource(options)))
-      add_schedule("sampled_" + std::to_string(++n), c.schedule);
+      schedules.push_back({"sampled_" + std::to_string(++n), c.schedule});
   }
-}
-
-// The libraries and textbook kernels beside sparsetune's, each verified on its first call;
-// returns them (the contenders call into them).
-std::vector<std::unique_ptr<Baseline>> AddLibraryContenders(
-    const ResolvedKernel& k, const CooTensor& tensor, const IndexSizes& sizes, int threads,
-    KernelRunner& runner, Jit& jit, std::vector<std::unique_ptr<Contender>>& contenders) {
-  const ReferenceResult& ref = runner.reference();
-  std::vector<std::unique_ptr<Baseline>> libraries;
-  BaselineOperands operands;
-  operands.kernel = k.name;
-  operands.expression = &k.expression;
-  operands.sparse = &tensor;
-  operands.inputs = &runner.inputs();
-  operands.sizes = sizes;
-  operands.dtype = k.dtype;
-  operands.threads = threads;
-  operands.jit = &jit;
-  libraries = MakeBaselines(operands);
-  for (auto& library : libraries) {
-    auto c = std::make_unique<Contender>();
-    c->name = library->name();
-    c->kind = library->kind();
-    // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
-    // its first call is the one verified.
-    try {
-      library->Prepare();
-      library->Call();
-      c->verified = Matches(library->Output(), ref, k.dtype, &c->message);
-    } catch (const std::exception& e) {
-      c->message = e.what();
-    }
-    c->prepare_ms = library->prepare_ms;
-    c->version = library->version;
-    c->method = library->method;
-    c->flags = library->flags;
-    Baseline* raw = library.get();
-    c->call = [raw] { raw->Call(); };
-    contenders.push_back(std::move(c));
-  }
-  return libraries;
+  return schedules;
 }
 
 void RunBench(const BenchOptions& o) {
@@ -250,19 +270,38 @@ void RunBench(const BenchOptions& o) {
   const IndexSizes sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
   Jit jit;
   KernelRunner runner(k.expression, tensor, sizes, k.dtype, jit);
-  runner.reference();  // what every contender is verified against, computed first
+  const ReferenceResult& ref = runner.reference();
   const std::string jit_flags = jit.compiler_version() + " " + Jit::Flags();
 
+  const std::vector<NamedSchedule> schedules = ScheduleContenders(k, tensor, sizes, o, extra);
+  std::vector<std::unique_ptr<Baseline>> libraries;
+  if (o.libraries) {
+    BaselineOperands operands;
+    operands.kernel = k.name;
+    operands.expression = &k.expression;
+    operands.sparse = &tensor;
+    operands.inputs = &runner.inputs();
+    operands.sizes = sizes;
+    operands.dtype = k.dtype;
+    operands.threads = threads;
+    operands.jit = &jit;
+    libraries = MakeBaselines(operands);
+  }
+
+  // Progress on stderr: each contender as it is prepared (packed, compiled, verified), the
+  // timing, the probes.
+  BenchProgress progress(int64_t(schedules.size() + libraries.size() + 2));
   std::vector<std::unique_ptr<Contender>> contenders;
   std::vector<PreparedKernel> prepared;
-  prepared.reserve(64);
-  auto add_schedule = [&](const std::string& name, Schedule s) {
+  prepared.reserve(schedules.size());
+  for (const NamedSchedule& named : schedules) {
+    progress.Step("preparing " + named.name);
     RunOptions options;
-    options.threads = threads;
-    prepared.push_back(runner.Prepare(s, options));
+    options.threads = named.as_stored && !o.threads_given ? -1 : threads;
+    prepared.push_back(runner.Prepare(named.schedule, options));
     const PreparedKernel& p = prepared.back();
     auto c = std::make_unique<Contender>();
-    c->name = name;
+    c->name = named.name;
     c->kind = "sparsetune";
     c->verified = p.result().verified;
     c->message =
@@ -272,14 +311,36 @@ void RunBench(const BenchOptions& o) {
     c->ordering_ms = p.result().ordering_ms;
     c->version = "sparsetune";
     c->flags = jit_flags;
+    const int runs_on = options.threads >= 0 ? options.threads : named.schedule.threads;
+    c->threads = runs_on > 0 ? runs_on : HardwareThreads();
+    if (named.as_stored) c->stored_threads = named.schedule.threads;
     const size_t index = prepared.size() - 1;
     c->call = [&prepared, index] { prepared[index].Call(); };
     contenders.push_back(std::move(c));
-  };
-  AddScheduleContenders(k, tensor, sizes, o, extra, add_schedule);
-  std::vector<std::unique_ptr<Baseline>> libraries;
-  if (o.libraries)
-    libraries = AddLibraryContenders(k, tensor, sizes, threads, runner, jit, contenders);
+  }
+  for (auto& library : libraries) {
+    auto c = std::make_unique<Contender>();
+    c->name = library->name();
+    c->kind = library->kind();
+    progress.Step("preparing " + c->name);
+    // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
+    // its first call is the one verified.
+    try {
+      library->Prepare();
+      library->Call();
+      c->verified = Matches(library->Output(), ref, k.dtype, &c->message);
+    } catch (const std::exception& e) {
+      c->message = e.what();
+    }
+    c->prepare_ms = library->prepare_ms;
+    c->version = library->version;
+    c->method = library->method;
+    c->flags = library->flags;
+    c->threads = threads;
+    Baseline* raw = library.get();
+    c->call = [raw] { raw->Call(); };
+    contenders.push_back(std::move(c));
+  }
 
   // Only verified contenders are timed, all together.
   PinOpenMpThreads();
@@ -299,10 +360,16 @@ void RunBench(const BenchOptions& o) {
   // made (`reps`), instead of costing minutes. The factor is far above what a scheduling
   // hiccup in a fast contender's first run does.
   timing.drop_slower_than = 1000;
-  const std::vector<TimingResult> times = TimeInterleaved(runs, timing, 7);
+  constexpr int kRounds = 7;
+  progress.Step("timing " + std::to_string(runs.size()) + " verified contenders together (" +
+                std::to_string(kRounds) + " shuffled rounds)");
+  const std::vector<TimingResult> times = TimeInterleaved(runs, timing, kRounds);
   for (size_t t = 0; t < timed.size(); ++t) timed[t]->time = times[t];
+  progress.Step("probing the memory bandwidth and the FLOP rate");
   const double probe = BandwidthProbeGbs(threads);
   const FlopProbe flop_probe = MeasureFlopRate(jit, k.dtype, threads);
+  progress.Finish();
+  const int64_t llc_bytes = DetectMachine(jit.compiler(), Jit::Flags()).l3_bytes;
   const double bytes = EffectiveBytes(k.name, tensor, sizes, k.dtype);
   const double flops = Flops(k.name, tensor, sizes);
   auto gflops = [&](const Contender& c) { return flops / c.time.median_ms / 1e6; };
@@ -344,13 +411,16 @@ void RunBench(const BenchOptions& o) {
   out["disturbance"] = timing_check.disturbance;
   out["timing_attempts"] = timing_check.attempts;
   out["effective_bytes"] = bytes;
+  out["llc_bytes"] = llc_bytes;
   out["flops"] = flops;
   out["results"] = nlohmann::json::array();
   out["effective_gbs"] = nlohmann::json::object();
   for (const auto& c : contenders) {
     nlohmann::json r = {{"name", c->name},         {"kind", c->kind},
                         {"verified", c->verified}, {"prepare_ms", c->prepare_ms},
-                        {"version", c->version},   {"flags", c->flags}};
+                        {"version", c->version},   {"flags", c->flags},
+                        {"threads", c->threads}};
+    if (c->stored_threads >= 0) r["stored_threads"] = c->stored_threads;
     if (!c->method.empty()) r["method"] = c->method;
     if (c->verified) {
       r["time_ms"] = c->time.median_ms;
@@ -393,27 +463,32 @@ void RunBench(const BenchOptions& o) {
     return;
   }
   if (o.csv) {
-    // file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,
-    // gflops,flop_probe_gflops,flop_share,version,flags
+    std::printf("%s\n", kCsvHeader);
     for (const auto& c : contenders) {
-      std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s\n", o.file.c_str(),
-                  k.name.c_str(), (long long)tensor.nnz(), c->name.c_str(), c->kind.c_str(),
-                  c->verified ? "true" : "false", c->verified ? c->time.median_ms : 0.0,
-                  c->verified ? gbs(*c) : 0.0, c->prepare_ms, probe, c->verified ? gflops(*c) : 0.0,
-                  flop_probe.gflops, c->verified ? gflops(*c) / flop_probe.gflops : 0.0,
-                  CsvField(c->version).c_str(), CsvField(c->flags).c_str());
+      std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%d\n",
+                  CsvField(o.file).c_str(), k.name.c_str(), (long long)tensor.nnz(),
+                  CsvField(c->name).c_str(), c->kind.c_str(), c->verified ? "true" : "false",
+                  c->verified ? c->time.median_ms : 0.0, c->verified ? gbs(*c) : 0.0, c->prepare_ms,
+                  probe, c->verified ? gflops(*c) : 0.0, flop_probe.gflops,
+                  c->verified ? gflops(*c) / flop_probe.gflops : 0.0, CsvField(c->version).c_str(),
+                  CsvField(c->flags).c_str(), c->threads);
     }
     return;
   }
+  const std::string on_threads = std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  std::printf("%s  %s  %lld x %lld, %lld nonzeros, %s, %s\n", o.file.c_str(), k.name.c_str(),
+              (long long)tensor.dims[0], (long long)tensor.dims[1], (long long)tensor.nnz(),
+              DTypeName(k.dtype), on_threads.c_str());
   std::printf(
-      "%s  %s  %lld x %lld, %lld nonzeros, %s, %d threads; probes %.1f GB/s, %.1f GFLOP/s "
-      "(%s FMA, %d lanes)\n",
-      o.file.c_str(), k.name.c_str(), (long long)tensor.dims[0], (long long)tensor.dims[1],
-      (long long)tensor.nnz(), DTypeName(k.dtype), threads, probe, flop_probe.gflops,
-      flop_probe.isa.c_str(), flop_probe.lanes);
-  std::printf("  %-22s %-10s %10s %10s %10s %8s %8s %6s %9s %11s %12s\n", "contender", "kind",
-              "median ms", "min ms", "max ms", "GB/s", "GFLOP/s", "%peak", "prepare", "vs FixedCSR",
-              "vs best base");
+      "  probes      memory bandwidth %.1f GB/s (a = b + s * c over three 128 MB arrays, far "
+      "beyond the caches, %s)\n"
+      "              FLOP rate %.1f GFLOP/s (independent %s FMA chains, %d lanes, %s)\n",
+      probe, on_threads.c_str(), flop_probe.gflops, flop_probe.isa.c_str(), flop_probe.lanes,
+      on_threads.c_str());
+  std::printf("  %-22s %-10s %10s %10s %10s %8s %8s %6s %9s %11s %12s %7s\n", "contender", "kind",
+              "median", "min", "max", "GB/s", "GFLOP/s", "%peak", "prepare", "vs FixedCSR",
+              "vs best base", "threads");
+  std::vector<std::string> above_probe;
   for (const auto& c : contenders) {
     if (!c->verified) {
       std::printf("  %-22s %-10s   not verified: %s\n", c->name.c_str(), c->kind.c_str(),
@@ -421,11 +496,47 @@ void RunBench(const BenchOptions& o) {
       continue;
     }
     const double median = c->time.median_ms;
-    std::printf("  %-22s %-10s %10.4f %10.4f %10.4f %8.1f %8.2f %5.1f%% %7.0fms %10.2fx %11.2fx\n",
-                c->name.c_str(), c->kind.c_str(), median, c->time.min_ms, c->time.max_ms, gbs(*c),
-                gflops(*c), 100 * gflops(*c) / flop_probe.gflops, c->prepare_ms,
+    if (bytes > 0 && gbs(*c) > probe) above_probe.push_back(c->name);
+    std::printf("  %-22s %-10s %10s %10s %10s %8.1f %8.2f %5.1f%% %9s %10.2fx %11.2fx %7d\n",
+                c->name.c_str(), c->kind.c_str(), FormatMs(median).c_str(),
+                FormatMs(c->time.min_ms).c_str(), FormatMs(c->time.max_ms).c_str(), gbs(*c),
+                gflops(*c), 100 * gflops(*c) / flop_probe.gflops, FormatMs(c->prepare_ms).c_str(),
                 fixed->verified ? fixed->time.median_ms / median : 0.0,
-                best_baseline ? best_baseline->time.median_ms / median : 0.0);
+                best_baseline ? best_baseline->time.median_ms / median : 0.0, c->threads);
+  }
+  auto count_threads = [](int n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); };
+  for (const auto& c : contenders) {
+    if (c->stored_threads < 0) continue;
+    const std::string stored =
+        c->stored_threads > 0 ? count_threads(c->stored_threads) : std::string("all threads");
+    if (o.threads_given) {
+      std::printf("  %s runs on %s (--threads); its schedule names %s\n", c->name.c_str(),
+                  count_threads(c->threads).c_str(), stored.c_str());
+    } else {
+      std::printf("  %s runs as its schedule says: %s (--threads N overrides it)\n",
+                  c->name.c_str(), stored.c_str());
+    }
+  }
+  if (bytes > 0) {
+    std::printf(
+        "  GB/s is effective bandwidth: the least bytes a call must move (the matrix as CSR with "
+        "32-bit column indices, every dense operand and the output once: %s) over its median "
+        "time; GFLOP/s counts a multiply and an add per term, %%peak is its share of the FLOP "
+        "probe\n",
+        FormatBytes(bytes).c_str());
+    if (!above_probe.empty()) {
+      std::string names;
+      for (const auto& name : above_probe) names += (names.empty() ? "" : ", ") + name;
+      const bool fits = llc_bytes > 0 && bytes <= double(llc_bytes);
+      std::printf(
+          "  above the probe (%s): the operands %s, so repeated calls read them from the caches "
+          "while the probe reads memory\n",
+          names.c_str(),
+          fits ? ("(" + FormatBytes(bytes) + ") fit in the last-level cache (" +
+                  FormatBytes(double(llc_bytes)) + ")")
+                     .c_str()
+               : "stay partly in the caches between calls");
+    }
   }
   auto versus = [&](const char* what, const Contender* theirs) {
     if (best_own && theirs)
@@ -460,7 +571,9 @@ void RegisterBench(CLI::App& app, Context& context) {
       "timed together, with bandwidth and FLOP-rate probes");
   sub->add_option("FILE", o->file, "Sparse matrix file")->required();
   AddKernelOptions(sub, o->kernel);
-  sub->add_option("--threads,-t", o->threads, "Threads for every contender (default: all)")
+  sub->add_option("--threads,-t", o->threads,
+                  "Threads for every contender (default: all; the stored winner and --schedule "
+                  "files run with the thread count they name unless this is given)")
       ->check(ThreadCount());
   sub->add_option("--schedule,-s", o->schedules, "Also a schedule JSON file (repeatable)");
   sub->add_option("--samples", o->samples, "Also this many sampled SuperSchedules");
@@ -473,9 +586,12 @@ void RegisterBench(CLI::App& app, Context& context) {
   sub->add_flag("--csv", o->csv,
                 "One line per contender: file, kernel, nnz, contender, kind (sparsetune, library "
                 "or hand), verified, time_ms, effective_gbs, prepare_ms, probe_gbs, gflops, "
-                "flop_probe_gflops, flop_share, version, flags (commas in the last two become "
-                "semicolons)");
-  sub->callback([o] { RunBench(*o); });
+                "flop_probe_gflops, flop_share, version, flags, threads, after a header line "
+                "(commas in file, contender, version and flags become semicolons)");
+  sub->callback([o, sub] {
+    o->threads_given = sub->count("--threads") > 0;
+    RunBench(*o);
+  });
 }
 
 }  // namespace sparsetune::cli

@@ -108,13 +108,14 @@ void RunRun(const RunCommandOptions& o, Context& context) {
   if (o.explain) std::printf("%s", r.nest.c_str());
   std::printf("  verified   %s (max relative error %.2g)\n", r.verified ? "yes" : "no",
               r.max_relative_error);
-  std::printf("  time       median %.4f ms  min %.4f  max %.4f  (%d reps)\n", r.time.median_ms,
-              r.time.min_ms, r.time.max_ms, r.time.reps);
+  std::printf("  time       median %s  min %s  max %s  (%d reps)\n",
+              FormatMs(r.time.median_ms).c_str(), FormatMs(r.time.min_ms).c_str(),
+              FormatMs(r.time.max_ms).c_str(), r.time.reps);
   if (r.time.disturbed)
     std::printf("  machine    busy, the time is not to be trusted: %s (timed %d times)\n",
                 r.time.disturbance.c_str(), r.time.attempts);
-  std::printf("  pack       %.2f ms   compile %.0f ms%s\n", r.pack_ms, r.compile_ms,
-              r.compile_cached ? " (cached)" : "");
+  std::printf("  pack       %s   compile %s%s\n", FormatMs(r.pack_ms).c_str(),
+              FormatMs(r.compile_ms).c_str(), r.compile_cached ? " (cached)" : "");
   std::printf("  source     %s\n", r.source_path.c_str());
 }
 
@@ -133,7 +134,7 @@ void RegisterRun(CLI::App& app, Context& context) {
       ->check(ThreadCount());
   sub->add_flag("--verify,!--no-verify", o->verify,
                 "Check the result against the reference (default on)");
-  sub->add_flag("--baked", o->baked, "Compile split sizes, chunk and threads in as constants");
+  sub->add_flag("--baked", o->baked, "Compile split sizes and chunk in as constants");
   sub->add_flag("--explain", o->explain, "Print the loop nest");
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->callback([o, &context] { RunRun(*o, context); });

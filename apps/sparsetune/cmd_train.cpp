@@ -77,11 +77,18 @@ void RunTrain(const TrainCommandOptions& o) {
         m["top1_regret"].get<double>(), m["top10_regret"].get<double>(),
         m["top10_within_10pct"].get<double>(), m["oracle_speedup_captured"].get<double>());
   };
-  std::printf("%s model in %s (%d validation patterns)\n", o.kernel.c_str(),
-              options.out_dir.c_str(), metrics["validation_patterns"].get<int>());
+  const nlohmann::json& any = metrics["summary_features"];
+  std::printf("%s model in %s (%d validation patterns, a median of %.0f measured schedules each)\n",
+              o.kernel.c_str(), options.out_dir.c_str(), metrics["validation_patterns"].get<int>(),
+              any.value("median_pool", 0.0));
   if (metrics.contains("validation")) row("WACONet", metrics["validation"]);
   row("summary features", metrics["summary_features"]);
   row("summary + tiles", metrics["summary_tile_features"]);
+  // What a ranking drawn at random scores on the same pools: the bar a model has to clear.
+  nlohmann::json random = any["random"];
+  random["pairwise_accuracy"] = 0.5;
+  random["kendall_tau"] = 0.0;
+  row("random ranking", random);
 }
 
 }  // namespace

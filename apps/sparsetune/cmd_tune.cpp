@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -40,31 +41,104 @@ struct TuneOptions {
   std::string emit;
   std::string on_busy;
   bool json = false;
+  bool explain = false;
 };
 
-void PrintReport(const TuneReport& r) {
+// The candidates' outcomes, those that did not count apart by why: "24 candidates: 19 verified
+// and timed, 4 formats the packer refused (padding over its cap), 1 too slow (over --max-ms)".
+std::string CandidateCounts(const TuneReport& r) {
+  std::map<std::string, int> by_status;
+  for (const auto& c : r.candidates) ++by_status[c.status];
+  std::string out = std::to_string(r.candidates.size()) +
+                    " candidates: " + std::to_string(by_status["ok"]) + " verified and timed";
+  struct Reason {
+    const char* status;
+    const char* one;
+    const char* many;
+  };
+  const Reason reasons[] = {
+      {"format_refused", "format the packer refused (padding over its cap)",
+       "formats the packer refused (padding over its cap)"},
+      {"invalid_schedule", "schedule lowering rejected", "schedules lowering rejected"},
+      {"wrong_result", "failed verification", "failed verification"},
+      {"timed_out", "too slow (over --max-ms)", "too slow (over --max-ms)"},
+  };
+  for (const Reason& reason : reasons) {
+    const int n = by_status[reason.status];
+    if (n > 0) out += ", " + std::to_string(n) + " " + (n == 1 ? reason.one : reason.many);
+  }
+  return out;
+}
+
+void PrintLegend() {
+  std::printf(
+      "\nHow to read this report:\n"
+      "  winner      LOOPS | LEVELS SPLITS | PARALLEL [| EXTRAS]  [SOURCE]\n"
+      "              LOOPS: the loop order, outermost first; i1,i0 are index i split in two\n"
+      "              (i1 = i / s, i0 = i %% s); <t; P ; C> is a fused where node whose producer P\n"
+      "              fills the dense temporary t that its consumer C reads\n"
+      "              LEVELS: the sparse operand's storage, outer to inner: U a dense range, C\n"
+      "              compressed (positions and coordinates, as CSR's columns), S sliced across "
+      "the\n"
+      "              lanes of the U level below (SELL), G<n> compressed in groups of n (GroupCOO)\n"
+      "              SPLITS: i/4 splits index i by 4\n"
+      "              PARALLEL: par i chunk 32: OpenMP threads share loop i in dynamic chunks of "
+      "32\n"
+      "              iterations (balanced: one range per thread with equal nonzeros); threads N:\n"
+      "              N threads (absent: all); serial: one thread\n"
+      "              EXTRAS: unroll N (N independent partial sums), prefetch N (rows N nonzeros\n"
+      "              ahead), ordered rcm|degree|partition|community (rows and columns renumbered\n"
+      "              before packing), narrow (8- or 16-bit coordinates), C transposed (a dense\n"
+      "              operand read through a transposed copy)\n"
+      "              SOURCE: where the candidate came from: fixed_csr (TACO's default CSR),\n"
+      "              scorch (Scorch's heuristic), heuristic (rule-based), groupcoo (Insum),\n"
+      "              model (the cost model's search), sampled (WACO's template), sparseauto "
+      "(fused\n"
+      "              kernels); +rcm etc.: the same schedule with an ordering, timed in round two\n"
+      "  time        median time per call of the winner and of FixedCSR, timed side by side in\n"
+      "              this run; speedup = FixedCSR's time / the winner's\n"
+      "  pack        converting the matrix into the winner's format (and renumbering it); it pays\n"
+      "              for itself after N calls of the per-call saving over FixedCSR\n"
+      "  candidates  every candidate was packed, compiled, checked against the reference and\n"
+      "              timed; those the packer refused (padding over 20 x nnz), lowering rejected,\n"
+      "              that failed verification or ran too long are counted apart\n"
+      "  noise       the relative difference of two timings of identical FixedCSR code in this\n"
+      "              run: a speedup within it may be noise\n"
+      "  machine     quiet, or busy: other processes held the cores while measuring\n");
+}
+
+void PrintReport(const TuneReport& r, bool explain) {
   const Schedule winner = ParseScheduleText(r.winner_json, "winner");
   std::printf("%s  %s  fingerprint %s%s\n", r.kernel.c_str(), r.expression.c_str(),
               r.fingerprint.c_str(), r.from_db ? "  (from the database)" : "");
   std::printf("  winner      %s  [%s]\n", winner.Summary().c_str(), r.winner_source.c_str());
-  std::printf("  time        %.4f ms   FixedCSR %.4f ms   speedup %.2fx\n", r.winner_ms,
-              r.fixed_csr_ms, r.speedup_vs_fixed_csr());
+  std::printf("  time        %s   FixedCSR %s   speedup %.2fx\n", FormatMs(r.winner_ms).c_str(),
+              FormatMs(r.fixed_csr_ms).c_str(), r.speedup_vs_fixed_csr());
+  // Two timings of identical code differed by `noise`: a gain no larger than that is not
+  // shown to be one.
+  const double gain = r.speedup_vs_fixed_csr() - 1;
+  if (!r.from_db && r.winner_source != "fixed_csr" && r.noise > 0 && r.fixed_csr_ms > 0 &&
+      gain <= r.noise) {
+    std::printf(
+        "  warning     the speedup is within the measured noise (%.1f%%): the winner may be no "
+        "faster than FixedCSR; tune again with --force on a quieter machine\n",
+        100 * r.noise);
+  }
   const std::string ordering =
       r.ordering_ms > 0
           ? " (ordering " + std::to_string(int64_t(std::lround(r.ordering_ms))) + " ms, packing " +
                 std::to_string(int64_t(std::lround(r.pack_ms - r.ordering_ms))) + " ms)"
           : "";
   if (r.break_even_calls >= 0) {
-    std::printf("  pack        %.1f ms%s   pays for itself after %lld calls\n", r.pack_ms,
-                ordering.c_str(), (long long)r.break_even_calls);
+    std::printf("  pack        %s%s   pays for itself after %lld calls\n",
+                FormatMs(r.pack_ms).c_str(), ordering.c_str(), (long long)r.break_even_calls);
   } else {
-    std::printf("  pack        %.1f ms%s\n", r.pack_ms, ordering.c_str());
+    std::printf("  pack        %s%s\n", FormatMs(r.pack_ms).c_str(), ordering.c_str());
   }
   if (!r.from_db) {
-    int ok = 0;
-    for (const auto& c : r.candidates) ok += c.status == "ok";
-    std::printf("  candidates  %zu measured side by side, %d verified (noise %.1f%%)\n",
-                r.candidates.size(), ok, 100 * r.noise);
+    std::printf("  candidates  %s\n", CandidateCounts(r).c_str());
+    std::printf("  noise       %.1f%% between two timings of identical FixedCSR code\n",
+                100 * r.noise);
   }
   if (r.disturbed) {
     std::printf("  machine     busy: %s; stored anyway (--on-busy)\n", r.disturbance.c_str());
@@ -73,14 +147,10 @@ void PrintReport(const TuneReport& r) {
   }
   std::printf("  tune        %.2f s\n", r.tune_ms / 1000);
   for (const auto& path : r.emitted_files) std::printf("  emitted     %s\n", path.c_str());
-  if (!r.emitted_files.empty() && !r.winner_json.empty()) {
-    const OrderingKind ordering =
-        Schedule::FromJson(nlohmann::json::parse(r.winner_json), "the winner").ordering;
-    if (ordering != OrderingKind::kNone)
-      std::printf(
-          "  warning     the emitted kernel runs in the given order without the winner's %s "
-          "ordering; it can be slower than the time above\n",
-          OrderingName(ordering));
+  if (explain) {
+    PrintLegend();
+  } else if (!r.from_db) {
+    std::printf("  (--explain: how to read this report)\n");
   }
 }
 
@@ -126,12 +196,13 @@ void RunTune(const TuneOptions& o) {
     bar.SetTotal(static_cast<int64_t>(total));
     bar.Update(measured, stage);
   };
+  WarnWhenShippedModelMissing(request.kernel, request.use_model, request.model_dir);
   const TuneReport report = Tune(request, progress);
   bar.Finish();
   if (o.json) {
     std::cout << report.ToJson().dump(2) << "\n";
   } else {
-    PrintReport(report);
+    PrintReport(report, o.explain);
   }
 }
 
@@ -162,9 +233,20 @@ void RunQuery(const QueryOptions& o, Context& context) {
   const QueryAnswer answer = Query(request);
   if (!answer.answered()) {
     context.exit_code = 1;
-    std::fprintf(stderr, "sparsetune query: no stored schedule for %s (%s) on this machine\n",
-                 answer.fingerprint.c_str(), answer.kernel.c_str());
-    if (o.json) std::cout << answer.ToJson().dump(2) << "\n";
+    // The tune that stores what this query asks for: same file, kernel and database.
+    const std::string tune_command =
+        "sparsetune tune " + (o.file.empty() ? std::string("MATRIX_FILE") : ShellWord(o.file)) +
+        KernelArguments(o.kernel) + (o.db.empty() ? "" : " --db " + ShellWord(o.db));
+    std::fprintf(stderr,
+                 "sparsetune query: no stored schedule for %s (%s) on this machine in %s; "
+                 "tune it first:\n  %s\n",
+                 answer.fingerprint.c_str(), answer.kernel.c_str(), request.db_path.c_str(),
+                 tune_command.c_str());
+    if (o.json) {
+      nlohmann::json out = answer.ToJson();
+      out["tune_command"] = tune_command;
+      std::cout << out.dump(2) << "\n";
+    }
     return;
   }
   const Schedule winner = ParseScheduleText(answer.winner_json, "winner");
@@ -190,7 +272,7 @@ void RunQuery(const QueryOptions& o, Context& context) {
   }
   std::printf("%s\n", answer.winner_json.c_str());
   if (answer.hit) {
-    std::fprintf(stderr, "sparsetune query: %.4f ms (%s)\n", answer.winner_ms,
+    std::fprintf(stderr, "sparsetune query: %s (%s)\n", FormatMs(answer.winner_ms).c_str(),
                  winner.Summary().c_str());
   } else {
     std::fprintf(stderr,
@@ -248,6 +330,7 @@ void RegisterTune(CLI::App& app, Context& context) {
                   "Default: $SPARSETUNE_ON_BUSY, else fail")
       ->check(CLI::IsMember({"fail", "store", "ignore"}));
   sub->add_flag("--json", o->json, "One JSON object on stdout");
+  sub->add_flag("--explain", o->explain, "Also say how to read the report");
   sub->callback([o, &context] { RunTune(*o); });
 }
 

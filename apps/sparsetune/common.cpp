@@ -7,13 +7,17 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "base/compiler.hpp"
 #include "base/errors.hpp"
 #include "base/paths.hpp"
 #include "base/threads.hpp"
+#include "costmodel/model_files.hpp"
 #include "db/database.hpp"
 #include "ir/kernels.hpp"
 #include "superschedule/random_schedule.hpp"
@@ -36,6 +40,66 @@ void AddKernelOptions(CLI::App* sub, KernelOptions& o, bool) {
       ->take_all();
   sub->add_option("--dtype", o.dtype, "Value type: f32 (default) or f64")
       ->check(CLI::IsMember({"f32", "f64"}));
+}
+
+std::string FormatMs(double ms) {
+  if (!std::isfinite(ms)) return "?";
+  const char* unit = "ms";
+  double value = ms;
+  if (std::fabs(ms) < 1) {
+    value = ms * 1000;
+    unit = "us";
+  } else if (std::fabs(ms) >= 1000) {
+    value = ms / 1000;
+    unit = "s";
+  }
+  // Three significant digits, never an exponent.
+  const double size = std::fabs(value);
+  const int decimals = size == 0 ? 0 : size < 1 ? 3 : size < 10 ? 2 : size < 100 ? 1 : 0;
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f %s", decimals, value, unit);
+  return text;
+}
+
+std::string ShellWord(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_./=,:+-@%") == std::string::npos;
+  return plain ? text : ShellQuote(text);
+}
+
+std::string KernelArguments(const KernelOptions& o) {
+  std::string out;
+  if (!o.kernel.empty()) out += " --kernel " + ShellWord(o.kernel);
+  if (!o.expr.empty()) out += " --expr " + ShellWord(o.expr);
+  if (!o.sparse.empty()) out += " --sparse " + ShellWord(o.sparse);
+  if (o.sparse_output) out += " --sparse-output";
+  if (!o.dense.empty()) {
+    out += " --dense";
+    for (const auto& d : o.dense) out += " " + ShellWord(d);
+  }
+  if (o.dtype != "f32") out += " --dtype " + ShellWord(o.dtype);
+  return out;
+}
+
+void WarnWhenShippedModelMissing(const std::string& kernel, bool use_model,
+                                 const std::string& model_dir) {
+  if (!use_model || !model_dir.empty() || kernel.empty() || !WacoTemplate::ForKernel(kernel))
+    return;
+  const std::filesystem::path folder = std::filesystem::path(DefaultModelsDirectory()) / kernel;
+  std::error_code error;
+  if (std::filesystem::exists(folder / kModelManifest, error)) return;
+  std::string looked;
+  for (const std::string& place : ModelsSearchPath())
+    looked += (looked.empty() ? "" : ", ") + (std::filesystem::path(place) / kernel).string();
+  const char* from_env = std::getenv("SPARSETUNE_MODELS");
+  std::fprintf(stderr,
+               "sparsetune: warning: no cost model for %s (looked in %s%s); measuring FixedCSR, "
+               "the heuristic schedules and sampled candidates instead of the model's choices. "
+               "Point SPARSETUNE_MODELS at the shipped models/ folder or pass --model DIR "
+               "(--no-model silences this)\n",
+               kernel.c_str(), looked.empty() ? "nowhere" : looked.c_str(),
+               from_env && *from_env ? ", from SPARSETUNE_MODELS" : "");
 }
 
 ResolvedKernel ResolveKernel(const KernelOptions& o) {

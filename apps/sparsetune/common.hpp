@@ -73,6 +73,21 @@ constexpr int kMaxSearchEf = 100000;
 // A whole number from lo to hi.
 CLI::Validator CountIn(int64_t lo, int64_t hi);
 
+// A time for people, in the unit that suits it: "0.421 us", "42.1 us", "1.25 ms", "3.40 s".
+// Machine-readable outputs (JSON, CSV) keep milliseconds.
+std::string FormatMs(double ms);
+
+// A word for /bin/sh: as it is when it needs no quotes, else in single quotes.
+std::string ShellWord(const std::string& text);
+// The kernel options as given, for a command line to copy: " --kernel spmm --dense j=64".
+std::string KernelArguments(const KernelOptions& options);
+
+// Says on stderr that the shipped cost model of `kernel` is not where this executable looks
+// for it, and what is measured instead, when tune or batch would use it (a kernel with a WACO
+// template, no --no-model, no --model). Without it tune measures sampled candidates.
+void WarnWhenShippedModelMissing(const std::string& kernel, bool use_model,
+                                 const std::string& model_dir);
+
 // --db FILE (default: $SPARSETUNE_DB, else sparsetune.db under the XDG data home).
 void AddDatabaseOption(CLI::App* sub, std::string& path);
 std::string DatabasePathOrDefault(const std::string& path);

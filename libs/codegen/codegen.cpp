@@ -139,14 +139,12 @@ class Emitter {
     }
     if (mode_ == CodegenMode::kBaked) {
       Line("constexpr int chunk = " + std::to_string(nest_.schedule.chunk) + ";");
-      Line("const int nthreads = " +
-           (nest_.schedule.threads > 0 ? std::to_string(nest_.schedule.threads)
-                                       : std::string("omp_get_max_threads()")) +
-           ";");
     } else {
       Line("const int chunk = args->chunk > 0 ? (int)args->chunk : 1;");
-      Line("const int nthreads = args->threads > 0 ? (int)args->threads : omp_get_max_threads();");
     }
+    // The caller's thread count even when baked: an emitted kernel runs on the threads OpenMP
+    // gives the program, not on those of the machine it was tuned on.
+    Line("const int nthreads = args->threads > 0 ? (int)args->threads : omp_get_max_threads();");
     Line("(void)chunk; (void)nthreads;");
     for (size_t l = 0; l < nest_.storage.levels.size(); ++l) {
       const std::string L = std::to_string(l);
@@ -157,7 +155,8 @@ class Emitter {
         const std::string type = encoding.bits == 8    ? "uint8_t"
                                  : encoding.bits == 16 ? "uint16_t"
                                                        : "int32_t";
-        Line("const int32_t* __restrict L" + L + "_pos = args->levels[" + L + "].pos;");
+        if (nest_.storage.levels[l].kind != LevelKind::kSingleton)
+          Line("const int32_t* __restrict L" + L + "_pos = args->levels[" + L + "].pos;");
         Line("const " + type + "* __restrict L" + L + "_crd = (const " + type + "*)args->levels[" +
              L + "].crd;  // " + encoding.Describe());
         if (encoding.relative)
@@ -266,6 +265,13 @@ class Emitter {
       if (trailing.empty()) return "T0[" + pos + "]";
       return "T0[" + pos + " * (" + Product(trailing) + ") + " + Horner(trailing) + "]";
     }
+    if (const NestNode* slices = SliceLoop(a.tensor)) {
+      // The copy holds the current slice of rows: their index counts from the slice's first.
+      const auto storage = nest_.StorageIndices(a.tensor);
+      const std::string& j = slices->var.index;
+      return "T" + std::to_string(a.tensor) + "[(" + I(j) + " - " + Outer(j) + " * " + S(j) +
+             ") * " + D(storage[1]) + " + " + I(storage[1]) + "]";
+    }
     return "T" + std::to_string(a.tensor) + "[" + Horner(nest_.StorageIndices(a.tensor)) + "]";
   }
 
@@ -273,22 +279,47 @@ class Emitter {
     return tensor < static_cast<int>(nest_.transposed.size()) && nest_.transposed[tensor];
   }
 
+  // A transposed input whose rows (its copy's rows: SDDMM's C(k,j) read as C^T(j,k)) are split
+  // and whose outer part is the nest's outermost loop, serial: its copy holds one slice of rows
+  // at a time, transposed at the start of each iteration of that loop, so it stays in cache
+  // for the computation that reads it instead of passing through memory whole. Null otherwise,
+  // and for a renumbered input, whose whole copy is permuted after its transposition.
+  const NestNode* SliceLoop(int tensor) const {
+    if (!IsTransposed(tensor) || e_.tensors[tensor].indices.size() != 2 || IsReordered(tensor))
+      return nullptr;
+    const NestNode* root = nest_.root.get();
+    const std::string rows = nest_.StorageIndices(tensor)[0];
+    if (root->kind != NestNode::Kind::kLoop || root->parallel || root->var.index != rows ||
+        root->var.part != SplitPart::kOuter || root->loop_kind == LoopKind::kLevelC)
+      return nullptr;
+    return root;
+  }
+
   // A transposed copy of a dense input of order 2, made by st_transpose.
   void EmitTransposedCopy(int t) {
     const std::string T = std::to_string(t);
     const auto& indices = e_.tensors[t].indices;
     const std::string rows = D(indices[0]), cols = D(indices[1]);
+    if (SliceLoop(t)) {
+      // One slice of the copy's rows at a time (EmitSliceTransposes).
+      Line("value_t* __restrict T" + T + "_copy = (value_t*)st_scratch_take(" + T +
+           ", sizeof(value_t) * " + S(indices[1]) + " * " + rows + ");  // " + e_.tensors[t].name +
+           ", transposed a slice at a time");
+      Line("const value_t* __restrict T" + T + " = T" + T + "_copy;");
+      return;
+    }
     Line("value_t* __restrict T" + T + "_copy = (value_t*)st_scratch_take(" + T +
          ", sizeof(value_t) * " + rows + " * " + cols + ");  // " + e_.tensors[t].name +
          ", transposed");
-    Line("st_transpose((const value_t*)args->inputs[" + T + "], " + rows + ", " + cols + ", T" + T +
-         "_copy, nthreads);");
+    Line("st_transpose((const value_t*)args->inputs[" + T + "], " + rows + ", " + cols + ", " +
+         cols + ", T" + T + "_copy, nthreads);");
     Line("const value_t* __restrict T" + T + " = T" + T + "_copy;");
   }
 
-  // dst (cols x rows) = src (rows x cols)^T, both row-major. With AVX, in blocks of one register
-  // per row (8 floats or 4 doubles) transposed in registers; threads take panels of columns, so
-  // each writes a contiguous part of dst and reads a narrow strip of src that stays in cache.
+  // dst (cols x rows) = src (rows x cols)^T, both row-major, src's rows `ld` apart. With AVX, in
+  // blocks of one register per row (8 floats or 4 doubles) transposed in registers; threads take
+  // panels of columns, so each writes a contiguous part of dst and reads a narrow strip of src that
+  // stays in cache.
   void EmitTransposeFunction() {
     Line("#if defined(__AVX__)");
     Line("#include <immintrin.h>");
@@ -329,25 +360,29 @@ class Emitter {
     Line("#define ST_TRANSPOSE_BLOCK 1");
     Line("#endif");
     Line("static void st_transpose(const value_t* __restrict src, int64_t rows, int64_t cols,");
-    Line("                         value_t* __restrict dst, int nthreads) {");
+    Line("                         int64_t ld, value_t* __restrict dst, int nthreads) {");
     Line("  constexpr int64_t b = ST_TRANSPOSE_BLOCK;");
-    Line("  const int64_t whole_cols = cols / b * b, whole_rows = rows / b * b;");
+    // Panels of 8 blocks (256 bytes of each source row) read whole cache lines: 1.4x the
+    // bandwidth of one-block panels, which use half of each line they read.
+    Line("  constexpr int64_t panel = 8 * b;");
+    Line("  const int64_t whole_panels = cols / panel * panel, whole_rows = rows / b * b;");
     Line("  #pragma omp parallel num_threads(nthreads)");
     Line("  {");
     Line("    #pragma omp for schedule(static) nowait");
-    Line("    for (int64_t c0 = 0; c0 < whole_cols; c0 += b) {");
+    Line("    for (int64_t c0 = 0; c0 < whole_panels; c0 += panel) {");
     Line("#if defined(__AVX__)");
     Line("      for (int64_t r0 = 0; r0 < whole_rows; r0 += b)");
-    Line("        st_transpose_block(src + r0 * cols + c0, cols, dst + c0 * rows + r0, rows);");
+    Line("        for (int64_t w = c0; w < c0 + panel; w += b)");
+    Line("          st_transpose_block(src + r0 * ld + w, ld, dst + w * rows + r0, rows);");
     Line("#endif");
-    Line("      for (int64_t c = c0; c < c0 + b; ++c)");
+    Line("      for (int64_t c = c0; c < c0 + panel; ++c)");
     Line(
         "        for (int64_t r = b > 1 ? whole_rows : 0; r < rows; ++r) dst[c * rows + r] = src[r "
-        "* cols + c];");
+        "* ld + c];");
     Line("    }");
     Line("    #pragma omp for schedule(static) nowait");
-    Line("    for (int64_t c = whole_cols; c < cols; ++c)");
-    Line("      for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = src[r * cols + c];");
+    Line("    for (int64_t c = whole_panels; c < cols; ++c)");
+    Line("      for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = src[r * ld + c];");
     Line("  }");
     Line("}");
   }
@@ -666,8 +701,10 @@ class Emitter {
     const int levels = static_cast<int>(nest_.storage.levels.size());
     for (int l = n.level + 1; l < levels; ++l) {
       const std::string L = std::to_string(l);
-      q = nest_.storage.levels[l].kind == LevelKind::kDense ? "(" + q + ") * L" + L + "_extent"
-                                                            : "(int64_t)L" + L + "_pos[" + q + "]";
+      const LevelKind kind = nest_.storage.levels[l].kind;
+      if (kind == LevelKind::kSingleton) continue;  // the same positions as the level above
+      q = kind == LevelKind::kDense ? "(" + q + ") * L" + L + "_extent"
+                                    : "(int64_t)L" + L + "_pos[" + q + "]";
     }
     return "return " + q + ";";
   }
@@ -897,6 +934,18 @@ class Emitter {
       Line("}");
       return;
     }
+    if (n.loop_kind == LoopKind::kLevelQ) {
+      // A singleton: the entry at the parent's position, no loop.
+      Line("{");
+      ++depth_;
+      Line("const int64_t p" + std::to_string(n.level) + " = " + Pos(n.level - 1) + ";");
+      DefineCoordinate(n.var, CoordinateRead(n.level, n.var, n.level));
+      EmitOutputClearing(n);
+      EmitNode(*n.children[0]);
+      --depth_;
+      Line("}");
+      return;
+    }
     if (n.vector_reduction && !n.parallel) {
       const NestNode& compute = *n.children[0];
       EmitVectorReduction(
@@ -1031,7 +1080,23 @@ class Emitter {
       Line("[[maybe_unused]] const int64_t " + I(n.var.index) + " = " + Outer(n.var.index) + " * " +
            S(n.var.index) + " + " + var + ";");
     }
+    EmitSliceTransposes(n);
     EmitOutputClearing(n);
+  }
+
+  // The slice of each transposed input that this iteration of its slice loop reads: columns
+  // [j1 * s, j1 * s + s) of C(k,j), as rows of the copy.
+  void EmitSliceTransposes(const NestNode& n) {
+    for (size_t t = 1; t < e_.tensors.size(); ++t) {
+      if (SliceLoop(static_cast<int>(t)) != &n) continue;
+      const std::string T = std::to_string(t);
+      const auto& indices = e_.tensors[t].indices;  // (k, j): j is sliced
+      const std::string& j = indices[1];
+      const std::string first = VarName(n.var) + " * " + S(j);
+      Line("st_transpose((const value_t*)args->inputs[" + T + "] + " + first + ", " +
+           D(indices[0]) + ", st_min(" + S(j) + ", " + D(j) + " - " + first + "), " + D(j) + ", T" +
+           T + "_copy, nthreads);");
+    }
   }
 
   // A complete register tile over the output's last index: its whole slices are stored, so
@@ -1166,7 +1231,12 @@ class Emitter {
     if (rows.empty()) return;
     std::vector<LoopVar> inner;
     CollectInnerVars(n, &inner);
-    const std::string hi = "hi_" + RawVarName(n.var);
+    // Absolute coordinates are valid across segments: the prefetch runs ahead into the next
+    // rows too, so a row's first nonzeros find their rows in cache. Relative ones need their
+    // segment's base.
+    const std::string hi = encodings_[n.level].relative
+                               ? "hi_" + RawVarName(n.var)
+                               : "args->levels[" + std::to_string(n.level) + "].positions";
     Line("if (" + position + " < " + hi + ") {");
     ++depth_;
     const std::string coordinate = CoordinateAt(n.level, n.var, position);

@@ -13,7 +13,8 @@ enum class CodegenMode {
   // Split sizes, chunk and thread count are read from st_args, so one compiled object serves
   // every schedule that shares the loop structure and formats.
   kRuntimeParameters,
-  // They are compile-time constants (for emitted kernels): the compiler can unroll blocks.
+  // Split sizes and chunk are compile-time constants (for emitted kernels): the compiler can
+  // unroll blocks. The thread count still comes from st_args (0: OpenMP's).
   kBaked,
 };
 

@@ -26,6 +26,14 @@ struct RankingMetrics {
   double oracle_speedup_captured = 0;
   double top10_speedup = 0;   // geomean over FixedCSR of the best of the model's top 10
   double oracle_speedup = 0;  // geomean over FixedCSR of the best measured schedule
+  // The same figures for a ranking drawn uniformly at random (their expected values, exact):
+  // what a model must beat to be worth having on pools of this size. A random ranking's
+  // pairwise accuracy is 0.5 and its tau 0.
+  double random_top1_regret = 0;
+  double random_top10_regret = 0;
+  double random_top10_within_10pct = 0;
+  double random_oracle_speedup_captured = 0;
+  double median_pool = 0;  // median count of measured schedules per matrix
   int matrices = 0;
   nlohmann::json ToJson() const;
 };

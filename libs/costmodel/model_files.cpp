@@ -218,9 +218,25 @@ void WriteScheduleSet(const std::string& path, const std::vector<SuperSchedule>&
   gzclose(out);
 }
 
+std::vector<std::string> ModelsSearchPath() {
+  if (const char* env = std::getenv("SPARSETUNE_MODELS"); env && *env) return {env};
+  std::error_code error;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  return {(exe.parent_path() / "models").string(),
+          (exe.parent_path().parent_path() / "share/sparsetune/models").string()};
+}
+
 std::string DefaultModelsDirectory() {
-  if (const char* env = std::getenv("SPARSETUNE_MODELS")) return env;
-  return SPARSETUNE_MODELS_DIR;
+  const std::vector<std::string> search = ModelsSearchPath();
+  for (const std::string& candidate : search) {
+    std::error_code error;
+    if (!fs::is_directory(candidate, error)) continue;
+    const fs::path real = fs::canonical(candidate, error);
+    return error ? candidate : real.string();
+  }
+  // Where an installed tree keeps them: absent, so that no model is used and callers can say so.
+  return search.empty() ? std::string("models") : search.back();
 }
 
 }  // namespace sparsetune

@@ -48,7 +48,12 @@ void WriteScheduleSet(const std::string& path, const std::vector<SuperSchedule>&
 // The SuperSchedule of a JSON object written by SuperSchedule::ToJson.
 SuperSchedule SuperScheduleFromJson(const nlohmann::json& json, const std::string& what);
 
-// models/ in the source tree this build came from ($SPARSETUNE_MODELS overrides).
+// The shipped models' folder: $SPARSETUNE_MODELS when set; else models/ beside the executable
+// (the build links the source tree's there); else share/sparsetune/models of the installed
+// tree the executable is in (<prefix>/bin/../share/sparsetune/models). When none is there,
+// the last place looked, which does not exist.
 std::string DefaultModelsDirectory();
+// The places DefaultModelsDirectory looks, in order, for messages.
+std::vector<std::string> ModelsSearchPath();
 
 }  // namespace sparsetune

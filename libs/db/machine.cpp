@@ -82,7 +82,9 @@ void DetectCpu(MachineInfo& machine) {
     machine.isa += name;
   }
   machine.threads = HardwareThreads();
-  machine.cores = cores.empty() ? machine.threads : int(cores.size());
+  // /proc/cpuinfo lists every core of the machine; a process confined to fewer CPUs (taskset,
+  // a cgroup) uses at most one core per usable thread.
+  machine.cores = cores.empty() ? machine.threads : std::min(int(cores.size()), machine.threads);
 }
 
 void DetectCaches(MachineInfo& machine) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "base/errors.hpp"
@@ -11,6 +12,7 @@
 #include "codegen/codegen.hpp"
 #include "emit/runtime_sources.hpp"
 #include "ir/loop_nest.hpp"
+#include "ordering/ordering.hpp"
 #include "tensor/pack.hpp"
 
 namespace sparsetune {
@@ -34,6 +36,45 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
+std::string Identifier(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return out;
+}
+
+// `text` in lines of at most `width` columns (longer words stand alone), each after `indent`.
+std::string Wrapped(const std::string& text, const std::string& indent, size_t width) {
+  std::istringstream words(text);
+  std::string out, line, word;
+  while (words >> word) {
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+const char* OrderingDescription(OrderingKind kind) {
+  switch (kind) {
+    case OrderingKind::kRcm:
+      return "reverse Cuthill-McKee";
+    case OrderingKind::kDegree:
+      return "rows by decreasing nonzeros";
+    case OrderingKind::kPartition:
+      return "METIS k-way parts of 4096 rows";
+    case OrderingKind::kCommunity:
+      return "Louvain communities, via igraph";
+    case OrderingKind::kNone:
+      break;
+  }
+  return "none";
+}
+
 // What the emitted files are written from.
 struct EmittedKernel {
   EmittedKernel(const Expression& e, const std::map<std::string, int64_t>& sizes,
@@ -44,71 +85,268 @@ struct EmittedKernel {
   const Schedule& schedule;
   const LoopNest& nest;
   std::vector<CoordinateEncoding> encodings;  // per level, those of the tuned pattern
+  bool wide_variant = false;  // a second kernel for 32-bit coordinates, when they differ
   std::string name;
   std::string value;              // the values' C type
   std::string value_type;         // its typedef in the header
   int order = 0;                  // of the sparse operand
   int output_levels = 0;          // levels over the sparse output's modes
   std::vector<int> dense_inputs;  // the dense inputs the caller passes, in the expression's order
+  std::vector<std::string> dense_indices;  // their sizes are arguments of the calls
+  std::vector<int> convertible;            // dense tensors indexed by a mode of the sparse operand
+  std::vector<std::string> tensor_names;   // per convertible tensor, as a C identifier
+  // partition and community need METIS and igraph: libsparsetune_orderings computes them.
+  bool external_ordering = false;
+
+  OrderingKind ordering() const { return schedule.ordering; }
+  bool ordered() const { return ordering() != OrderingKind::kNone; }
+  int SparseMode(const std::string& index) const {
+    const auto& modes = e.sparse_input().indices;
+    const auto it = std::find(modes.begin(), modes.end(), index);
+    return it == modes.end() ? -1 : static_cast<int>(it - modes.begin());
+  }
+  // The parameter that carries a dense size: the index's own name unless another parameter
+  // has it.
+  std::string SizeName(const std::string& index) const {
+    static const std::set<std::string> taken = {"a",      "inputs", "output",
+                                                "values", "given",  "tuned"};
+    const std::string id = Identifier(index);
+    return taken.count(id) ? "size_" + id : id;
+  }
+  // The dense sizes tensor t (-1: every tensor) takes, as ", int64_t j" and as "j".
+  std::vector<std::string> SizesOf(int t) const {
+    std::vector<std::string> out;
+    for (const auto& index : dense_indices) {
+      const auto& indices = e.tensors[t < 0 ? 0 : t].indices;
+      if (t < 0 || std::find(indices.begin(), indices.end(), index) != indices.end())
+        out.push_back(index);
+    }
+    return out;
+  }
+  std::string SizeParameters(int t) const {
+    std::string out;
+    for (const auto& index : SizesOf(t)) out += ", int64_t " + SizeName(index);
+    return out;
+  }
+  std::string SizeArguments(int t) const {
+    std::string out;
+    for (const auto& index : SizesOf(t)) out += ", " + SizeName(index);
+    return out;
+  }
+  std::string TensorText(int t) const {
+    return e.tensors[t].name + "(" + List(e.tensors[t].indices) + ")";
+  }
 };
+
+// The dense sizes of `indices` that a call checks, as C statements refusing a size below 1.
+std::string SizeChecks(const EmittedKernel& k, const std::vector<std::string>& indices,
+                       const std::string& entry, const std::string& refusal_value) {
+  std::string out;
+  for (const auto& index : indices) {
+    const std::string size = k.SizeName(index);
+    out += "  if (" + size + " < 1)\n    return st_refuse(\"" + entry + ": " + size + " is \" + " +
+           "std::to_string(" + size + ") + \"; dense sizes are at least 1\"" +
+           (refusal_value.empty() ? "" : ", " + refusal_value) + ");\n";
+  }
+  return out;
+}
 
 std::string HeaderText(const EmittedKernel& k) {
   const Expression& e = k.e;
   const std::string& name = k.name;
   const std::string& value_type = k.value_type;
   const TensorInfo& sparse = e.sparse_input();
+  const std::string sparse_text = k.TensorText(e.sparse);
+  // The prose, a paragraph per string, wrapped below.
+  std::vector<std::string> prose;
+  prose.push_back("Build: c++ -std=c++17 -O3 -fopenmp -c " + name +
+                  ".cpp (tune timed it with -march=native too)" +
+                  (k.external_ordering
+                       ? "; link with -lsparsetune_orderings (CMake: sparsetune::orderings, which "
+                         "sparsetune_add_kernel links), sparsetune's METIS and igraph orderings."
+                       : "."));
+  prose.push_back("The C ABI. Values are " + k.value + " (" + value_type +
+                  "); dense operands and outputs are row-major arrays that the caller owns and "
+                  "that a call uses only while it runs.");
+  prose.push_back("Operands. " + name + "_pack_coo" +
+                  (k.order == 2 ? " and " + name + "_pack_csr copy" : std::string(" copies")) +
+                  " the sparse operand " + sparse_text +
+                  " into the tuned format; the operand returned owns that copy until " + name +
+                  "_free, so the caller's arrays may go at once. Entries may come in any order "
+                  "but must be distinct.");
+  prose.push_back("Value order. " + name +
+                  "_update_values gives an operand new values for the same entries, one per "
+                  "entry in the order they were given to pack (" +
+                  (k.order == 2 ? "_pack_coo: its order; _pack_csr: row by row, as col_idx lists "
+                                  "them"
+                                : "_pack_coo's order") +
+                  "). The packing is kept: no sorting, ordering or allocation; padding stays "
+                  "zero.");
+  if (k.wide_variant) {
+    std::string narrow;
+    for (size_t l = 0; l < k.encodings.size(); ++l) {
+      const LevelSpec& spec = k.nest.storage.levels[l];
+      if (spec.kind == LevelKind::kDense) continue;
+      narrow += (narrow.empty() ? "" : ", ") + std::string("level ") + std::to_string(l) + " (" +
+                k.nest.level_vars[l].name + ":" + LevelKindLetter(spec.kind) + ") " +
+                k.encodings[l].Describe();
+    }
+    prose.push_back("Coordinates. Tuned on a pattern whose coordinates fit " + narrow +
+                    " (u: unsigned bits; +base: relative to each segment's first). A matrix whose "
+                    "coordinates do not fit them is packed with 32-bit coordinates and runs a "
+                    "second variant of the kernel, compiled for those; " +
+                    name + "_wide_coordinates(a) says which variant an operand runs.");
+  } else {
+    prose.push_back("Coordinates are stored in 32 bits: every matrix of this kind fits.");
+  }
+  if (!k.dense_indices.empty()) {
+    std::string tuned;
+    for (const auto& index : k.dense_indices)
+      tuned += (tuned.empty() ? "" : ", ") + index + " = " + std::to_string(k.sizes.at(index));
+    prose.push_back("Dense sizes. Tuned for " + tuned + " (" + name +
+                    "_DENSE_<index>); every call takes the sizes as arguments, any from 1 "
+                    "(register tiles are compiled for the tuned split; other sizes take the "
+                    "general loop where a tile does not fill).");
+  }
+  std::string ordering;
+  if (k.ordered()) {
+    ordering =
+        "Ordering. The tuned schedule renumbers the rows" +
+        std::string(k.ordering() == OrderingKind::kDegree
+                        ? " (and, of a square matrix, the columns alike)"
+                        : " and columns alike") +
+        " by " + OrderingName(k.ordering()) + " (" + OrderingDescription(k.ordering()) +
+        "), computed by the packer from the given pattern as tune computed it for the one it was "
+        "tuned on" +
+        (k.ordering() == OrderingKind::kDegree
+             ? std::string()
+             : " (a rectangular matrix keeps its order: this ordering is for square ones)") +
+        ". " + name +
+        "_compute takes and returns operands in the caller's numbering and permutes inside. An "
+        "iterative method can stay in the tuned order instead: convert once with " +
+        name + "_to_tuned_order_<operand>, call " + name +
+        "_compute_tuned_order with the dense operands in the tuned order as often as needed, "
+        "and convert the result back with " +
+        name + "_from_tuned_order_<operand>.";
+  } else {
+    ordering =
+        "Ordering. This schedule keeps the caller's numbering: the tuned order is the given one, "
+        "and the _tuned_order calls copy (code written for a kernel whose schedule renumbers rows "
+        "builds against this one too).";
+  }
+  if (e.sparse_output_prefix > 0)
+    ordering += " The sparse output is in the caller's order on either path.";
+  prose.push_back(ordering);
+  prose.push_back(
+      "Threads. Calls run on the threads OpenMP gives the calling thread (omp_get_max_threads(): "
+      "OMP_NUM_THREADS, omp_set_num_threads)" +
+      std::string(k.schedule.threads == 1
+                      ? ", except that this schedule was tuned to run on one thread (a small "
+                        "operand) and keeps one until asked otherwise"
+                      : "") +
+      ". " + name + "_set_threads(n) fixes n threads for every later call (0: OpenMP's count); " +
+      name + "_threads() says how many the next call uses.");
+  prose.push_back(
+      "Thread safety. Packing, computing and converting may run concurrently, on one "
+      "operand too; " +
+      name + "_update_values and _free must not overlap another call on the same operand.");
+  prose.push_back(
+      "Errors. On refusal (a null or negative argument, a coordinate outside dims, duplicate "
+      "entries, an operand the format cannot hold) a call returning a pointer returns NULL and one "
+      "returning int or int64_t returns -1, and changes nothing; " +
+      name + "_last_error() (per thread) says why. 0 is success.");
+
   std::ostringstream h;
-  h << "/* Generated by sparsetune: " << e.text << "\n"
-    << "   Schedule: " << k.schedule.CanonicalJson() << "\n"
-    << "   Values are " << k.value << "; dense operands are row-major.\n"
-    << (k.schedule.ordering == OrderingKind::kNone
-            ? std::string()
-            : std::string("   The tuned schedule renumbers rows and columns (") +
-                  OrderingName(k.schedule.ordering) +
-                  " ordering); this kernel packs and runs in the given order, so it can be\n"
-                  "   slower than the time tune measured. */\n")
-    << (k.schedule.ordering == OrderingKind::kNone ? "*/\n" : "")
+  h << "/* Generated by sparsetune for " << e.text << "\n"
+    << "   Schedule: " << k.schedule.CanonicalJson() << "\n";
+  for (const auto& paragraph : prose) h << "\n" << Wrapped(paragraph, "   ", 96);
+  h << "*/\n"
     << "#pragma once\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
     << "typedef struct " << name << "_operand " << name << "_operand;\n"
     << "typedef " << k.value << " " << value_type << ";  /* the values' type */\n\n";
-  for (const auto& index : e.DenseOnlyIndices())
-    h << "#define " << name << "_DENSE_" << index << " " << k.sizes.at(index) << "\n";
-  h << "\n/* Packs the sparse operand " << sparse.name << "(" << List(sparse.indices)
-    << ") from coordinates (0-based, one array per mode; no duplicates) into the tuned format.\n"
-    << "   NULL on failure, with the reason from " << name << "_last_error(). */\n"
+  for (const auto& index : k.dense_indices) {
+    h << "#define " << name << "_DENSE_" << index << " " << k.sizes.at(index)
+      << "  /* the size tuned for */\n";
+  }
+  if (!k.dense_indices.empty()) h << "\n";
+
+  // Packing.
+  h << "/* Packs " << sparse_text
+    << " from coordinates (0-based, one array per mode, nnz entries) and one value\n"
+       "   per entry. */\n"
     << name << "_operand* " << name << "_pack_coo(const int64_t* dims, int64_t nnz, "
     << "const int32_t* const* coords, const " << value_type << "* values);\n";
   if (k.order == 2) {
-    h << "/* The same from CSR: row_ptr has rows + 1 entries. */\n"
+    h << "/* The same from CSR: row_ptr has rows + 1 entries, row_ptr[rows] of col_idx and "
+         "values. */\n"
       << name << "_operand* " << name << "_pack_csr(int64_t rows, int64_t cols, "
       << "const int64_t* row_ptr, const int32_t* col_idx, const " << value_type << "* values);\n";
   }
+  h << "/* New values for the operand's entries, in the order pack was given them. */\n"
+    << "int " << name << "_update_values(" << name << "_operand* a, const " << value_type
+    << "* values);\n"
+    << "/* 1 when the operand holds 32-bit coordinates where the kernel was tuned with narrower "
+       "ones. */\n"
+    << "int " << name << "_wide_coordinates(const " << name << "_operand* a);\n"
+    << "void " << name << "_free(" << name << "_operand* a);\n\n";
+
+  // Computing.
   std::string inputs_doc;
-  for (int t : k.dense_inputs)
-    inputs_doc += (inputs_doc.empty() ? "" : ", ") + e.tensors[t].name + "(" +
-                  List(e.tensors[t].indices) + ")";
-  h << "/* " << e.text << "\n   inputs: the dense operands in this order: " << inputs_doc
-    << ".\n   output: " << name << "_output_size(a) values"
+  for (int t : k.dense_inputs) inputs_doc += (inputs_doc.empty() ? "" : ", ") + k.TensorText(t);
+  const std::string sizes_doc =
+      k.dense_indices.empty() ? std::string()
+                              : "\n   " + List(k.SizesOf(-1)) + ": the dense size" +
+                                    (k.dense_indices.size() > 1 ? "s" : "") + " of this call.";
+  h << "/* " << e.text << sizes_doc
+    << "\n   inputs: the dense operands in this order: " << inputs_doc << ".\n   output: " << name
+    << "_output_size(a" << k.SizeArguments(-1) << ") values"
     << (e.sparse_output_prefix > 0
             ? ", one row per distinct coordinate prefix of the entries in sorted order"
-            : ", row-major")
-    << ". Returns 0. */\n"
-    << "int " << name << "_compute(const " << name << "_operand* a, const " << value_type
-    << "* const* inputs, " << value_type << "* output);\n"
-    << "int64_t " << name << "_output_size(const " << name << "_operand* a);\n"
-    << "void " << name << "_free(" << name << "_operand* a);\n"
+            : ", row-major, overwritten")
+    << ". */\n"
+    << "int " << name << "_compute(const " << name << "_operand* a" << k.SizeParameters(-1)
+    << ", const " << value_type << "* const* inputs, " << value_type << "* output);\n"
+    << "int64_t " << name << "_output_size(const " << name << "_operand* a" << k.SizeParameters(-1)
+    << ");\n\n";
+
+  // The tuned order.
+  std::string tuned_operands;
+  for (int t : k.convertible)
+    tuned_operands += (tuned_operands.empty() ? "" : ", ") + k.TensorText(t);
+  h << "/* _compute with the dense operands indexed by a mode of " << sparse.name
+    << " in the tuned order\n   (" << tuned_operands << "): no permutation per call. */\n"
+    << "int " << name << "_compute_tuned_order(const " << name << "_operand* a"
+    << k.SizeParameters(-1) << ", const " << value_type << "* const* inputs, " << value_type
+    << "* output);\n";
+  for (int t : k.convertible) {
+    const std::string& T = k.tensor_names[t];
+    h << "/* " << k.TensorText(t)
+      << " between the caller's order and the tuned one (arrays must not overlap). */\n"
+      << "int " << name << "_to_tuned_order_" << T << "(const " << name << "_operand* a"
+      << k.SizeParameters(t) << ", const " << value_type << "* " << T << ", " << value_type << "* "
+      << T << "_tuned);\n"
+      << "int " << name << "_from_tuned_order_" << T << "(const " << name << "_operand* a"
+      << k.SizeParameters(t) << ", const " << value_type << "* " << T << "_tuned, " << value_type
+      << "* " << T << ");\n";
+  }
+  h << "\n/* Threads for every later call: n > 0, or 0 for OpenMP's count. */\n"
+    << "int " << name << "_set_threads(int n);\n"
+    << "/* The threads the next call on this thread uses. */\n"
+    << "int " << name << "_threads(void);\n"
+    << "/* Why the last refused call on this thread refused. */\n"
     << "const char* " << name << "_last_error(void);\n\n"
     << "#ifdef __cplusplus\n}\n#endif\n";
   return h.str();
 }
 
-// The packer (sparsetune's own, verbatim), the tuned format, the operand and the pack entry
-// points.
+// The packer (sparsetune's own, verbatim), the tuned format, the operand, threads and errors,
+// and the pack entry points.
 std::string PackerText(const EmittedKernel& k) {
   const StorageFormat& format = k.nest.storage;
   const TensorInfo& sparse = k.e.sparse_input();
   const std::string& name = k.name;
   const int prefix = k.e.sparse_output_prefix;
+  const std::string order = std::to_string(k.order);
   std::vector<int64_t> split_per_mode;
   for (const auto& index : sparse.indices) split_per_mode.push_back(k.nest.splits.at(index));
   std::vector<std::string> levels, encodings;
@@ -123,98 +361,249 @@ std::string PackerText(const EmittedKernel& k) {
   }
   std::ostringstream c;
   c << "// sparsetune's packer, as sparsetune packs while tuning.\n"
-    << EmbeddedRuntimeSource("level_packer.hpp") << "\n"
-    << "#include <cstring>\n\n"
-    << "namespace {\n\n"
+    << EmbeddedRuntimeSource("level_packer.hpp") << "\n";
+  if (k.ordered()) {
+    c << "// sparsetune's orderings, as tune computed the tuned one.\n"
+      << EmbeddedRuntimeSource("pattern_ordering.hpp") << "\n";
+  }
+  c << "#include <atomic>\n#include <cstring>\n#include <memory>\n\n";
+  if (k.external_ordering) {
+    c << "// libsparsetune_orderings: sparsetune's METIS and igraph orderings of a graph.\n"
+      << "extern \"C\" int sparsetune_order_graph(int kind, int64_t n, const int32_t* start,\n"
+      << "                                      const int32_t* neighbours, int32_t* new_of_old,\n"
+      << "                                      char* error, int64_t error_size);\n\n";
+  }
+  c << "namespace {\n\n"
     << "thread_local std::string st_last_error;\n"
     << "using st_level_packer = sparsetune::packer::LevelPacker<>;\n\n"
+    << "// Refuses a call: -1 (or `refused`), and the reason for " << name << "_last_error.\n"
+    << "template <class T = int>\nT st_refuse(const std::string& reason, T refused = T(-1)) {\n"
+    << "  st_last_error = reason;\n  return refused;\n}\n\n"
+    << "std::atomic<int> st_threads_asked{-1};  // " << name << "_set_threads's; -1: none asked\n"
+    << "constexpr int st_tuned_threads = " << k.schedule.threads
+    << ";  // the schedule's (0: all)\n\n"
+    << "int st_threads() {\n"
+    << "  const int asked = st_threads_asked.load(std::memory_order_relaxed);\n"
+    << "  if (asked > 0) return asked;\n"
+    << "  // A schedule tuned for one thread (a small operand) keeps one unless asked.\n"
+    << "  if (asked < 0 && st_tuned_threads == 1) return 1;\n"
+    << "  return omp_get_max_threads();\n}\n\n"
     << "// The tuned format: per mode its split; per level its mode, part (0 whole, 1 outer, 2 "
-       "inner),\n// kind (0 U, 1 C, 2 S) and group (1: not grouped).\n"
+       "inner),\n// kind (0 U, 1 C, 2 S, 3 Q) and group (1: not grouped).\n"
     << "sparsetune::packer::Layout st_layout(const int64_t* dims) {\n"
     << "  sparsetune::packer::Layout layout;\n"
-    << "  layout.dims.assign(dims, dims + " << k.order << ");\n"
+    << "  layout.dims.assign(dims, dims + " << order << ");\n"
     << "  layout.split = {" << List(split_per_mode) << "};\n"
     << "  layout.levels = {" << List(levels) << "};\n"
     << "  return layout;\n}\n\n"
     << "}  // namespace\n\n"
     << "struct " << name << "_operand {\n"
     << "  int64_t dims[" << std::max(k.order, 1) << "];\n"
+    << "  int64_t nnz = 0;\n"
+    << "  bool wide = false;  // 32-bit coordinates: the kernel variant compiled for them runs\n"
     << "  std::vector<st_level_packer::Level> levels;\n"
     << "  std::vector<value_t> values;\n"
+    << "  // Per entry as given, its position in values (empty: entry e is at e).\n"
+    << "  std::vector<int32_t> value_positions;\n"
+    << "  // Per mode: the given index of each renumbered one (empty: not renumbered).\n"
+    << "  std::vector<int32_t> old_of_new[" << std::max(k.order, 1) << "];\n"
     << "  // Sparse outputs: the position, at the last output level, of each distinct coordinate\n"
     << "  // prefix of the input entries (in sorted order), as the caller's output rows.\n"
     << "  std::vector<int64_t> output_rows;\n};\n\n";
-  c << "extern \"C\" " << name << "_operand* " << name
-    << "_pack_coo(const int64_t* dims, int64_t nnz, "
-    << "const int32_t* const* coords, const " << k.value << "* values) {\n"
+
+  if (k.ordered()) {
+    c << "namespace {\n\n"
+      << "constexpr int st_ordering = " << static_cast<int>(k.ordering()) << ";  // "
+      << OrderingName(k.ordering()) << "\n\n";
+    if (k.external_ordering) {
+      c << "bool st_order_graph(int kind, const sparsetune::pattern_ordering::Adjacency& g,\n"
+        << "                    std::vector<int32_t>* new_of_old, std::string* refusal) {\n"
+        << "  new_of_old->resize(g.n);\n"
+        << "  char error[512] = \"\";\n"
+        << "  if (sparsetune_order_graph(kind, g.n, g.start.data(), g.neighbours.data(),\n"
+        << "                             new_of_old->data(), error, sizeof error) == 0)\n"
+        << "    return true;\n"
+        << "  *refusal = error;\n  return false;\n}\n\n";
+    } else {
+      c << "bool st_order_graph(int, const sparsetune::pattern_ordering::Adjacency&,\n"
+        << "                    std::vector<int32_t>*, std::string* refusal) {\n"
+        << "  *refusal = \"this kernel computes its own ordering only\";\n  return false;\n}\n\n";
+    }
+    c << "// Renumbers the pattern by the tuned ordering, computed from it; a matrix the ordering\n"
+      << "// is not for (a rectangular one, for a symmetric ordering) keeps its order.\n"
+      << "bool st_renumber(" << name << "_operand* a, const int32_t* const* coords,\n"
+      << "                 std::vector<int32_t>* renumbered, const int32_t** renumbered_coords) {\n"
+      << "  namespace ordering = sparsetune::pattern_ordering;\n"
+      << "  if (!ordering::Applies(st_ordering, a->dims[0], a->dims[1])) return true;\n"
+      << "  std::vector<int32_t> new_of_old[2];\n"
+      << "  std::string refusal;\n"
+      << "  if (!ordering::OrderMatrix(st_ordering, a->dims[0], a->dims[1], a->nnz, coords[0],\n"
+      << "                             coords[1], st_order_graph, &new_of_old[0], &new_of_old[1],\n"
+      << "                             &refusal))\n"
+      << "    return st_refuse(refusal, false);\n"
+      << "  for (int m = 0; m < 2; ++m) {\n"
+      << "    if (new_of_old[m].empty()) continue;\n"
+      << "    renumbered[m].resize(a->nnz);\n"
+      << "    for (int64_t e = 0; e < a->nnz; ++e) renumbered[m][e] = "
+         "new_of_old[m][coords[m][e]];\n"
+      << "    renumbered_coords[m] = renumbered[m].data();\n"
+      << "    a->old_of_new[m] = ordering::Inverse(new_of_old[m]);\n"
+      << "  }\n  return true;\n}\n\n"
+      << "}  // namespace\n\n";
+  }
+
+  const std::string pack_coo = name + "_pack_coo";
+  c << "extern \"C\" " << name << "_operand* " << pack_coo
+    << "(const int64_t* dims, int64_t nnz, const int32_t* const* coords, const " << k.value
+    << "* values) try {\n"
+    << "  using st_operand = " << name << "_operand;\n"
+    << "  if (!dims || nnz < 0 || (nnz > 0 && (!coords || !values)))\n"
+    << "    return st_refuse<st_operand*>(\"" << pack_coo
+    << ": dims, coords and values must not be null, nor nnz negative\", nullptr);\n"
+    << "  for (int m = 0; m < " << order << "; ++m) {\n"
+    << "    if (dims[m] < 0 || dims[m] > (int64_t(1) << 31))\n"
+    << "      return st_refuse<st_operand*>(\"" << pack_coo
+    << ": dims[\" + std::to_string(m) + \"] is \" + std::to_string(dims[m]) +\n"
+    << "                                    \"; dimensions are from 0 to 2^31\", nullptr);\n"
+    << "    if (nnz > 0 && !coords[m])\n"
+    << "      return st_refuse<st_operand*>(\"" << pack_coo
+    << ": coords[\" + std::to_string(m) + \"] is null\", nullptr);\n"
+    << "  }\n"
+    << "  const std::vector<int64_t> dim_list(dims, dims + " << order << ");\n"
+    << "  std::string refusal = sparsetune::packer::EntriesRefusal(dim_list, nnz, coords);\n"
+    << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n"
+    << "  auto a = std::make_unique<st_operand>();\n"
+    << "  std::copy(dims, dims + " << order << ", a->dims);\n"
+    << "  a->nnz = nnz;\n"
+    << "  const int32_t* const* packed_coords = coords;\n";
+  if (k.ordered()) {
+    c << "  std::vector<int32_t> renumbered[2];\n"
+      << "  const int32_t* renumbered_coords[2] = {coords[0], coords[1]};\n"
+      << "  if (!st_renumber(a.get(), coords, renumbered, renumbered_coords)) return nullptr;\n"
+      << "  packed_coords = renumbered_coords;\n";
+  }
+  c << "  const auto canonical =\n"
+    << "      sparsetune::packer::CanonicalOrder(dim_list, nnz, packed_coords, &refusal);\n"
+    << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n"
     << "  const sparsetune::packer::Layout layout = st_layout(dims);\n"
     << "  sparsetune::packer::Options options;\n"
     << "  options.encodings = {" << List(encodings)
-    << "};  // the widths the kernel was generated for\n";
+    << "};  // the widths the kernel was tuned with\n";
   if (prefix > 0) c << "  options.record_after_levels = " << k.output_levels << ";\n";
-  c << "  std::string refusal;\n"
-    << "  auto canonical = sparsetune::packer::CanonicalOrder(layout.dims, nnz, coords, "
-       "&refusal);\n"
-    << "  if (!refusal.empty()) {\n    st_last_error = refusal;\n    return nullptr;\n  }\n"
-    << "  st_level_packer packer(layout, options, nnz, coords, "
-    << (prefix > 0 ? "canonical" : "std::move(canonical)") << ");\n"
-    << "  if (!packer.Run()) {\n    st_last_error = packer.Refusal();\n    return nullptr;\n  }\n"
-    << "  auto* a = new " << name << "_operand();\n"
-    << "  std::copy(dims, dims + " << k.order << ", a->dims);\n"
-    << "  packer.ScatterValues(a->values, values);\n";
-  if (prefix > 0) {
-    c << "  a->output_rows = sparsetune::packer::PrefixPositions(packer, canonical, coords, "
-      << prefix << ");\n";
+  c << "  auto packer =\n"
+    << "      std::make_unique<st_level_packer>(layout, options, nnz, packed_coords, canonical);\n"
+    << "  bool packed = packer->Run();\n";
+  if (k.wide_variant) {
+    c << "  sparsetune::packer::Options wide = options;\n"
+      << "  wide.encodings.clear();  // 32-bit absolute coordinates at every level\n"
+      << "  if (!packed && packer->RefusedForWidth()) {\n"
+      << "    // Coordinates past the tuned widths: 32-bit ones, and the kernel compiled for "
+         "them.\n"
+      << "    packer =\n"
+      << "        std::make_unique<st_level_packer>(layout, wide, nnz, packed_coords, "
+         "canonical);\n"
+      << "    packed = packer->Run();\n"
+      << "    a->wide = true;\n"
+      << "  }\n";
   }
-  c << "  a->levels = std::move(packer.Levels());\n  return a;\n}\n\n";
+  c << "  if (!packed) return st_refuse<st_operand*>(packer->Refusal(), nullptr);\n"
+    << "  packer->ScatterValues(a->values, values);\n"
+    << "  a->value_positions = packer->EntryPositions();\n";
+  if (prefix > 0) {
+    if (k.ordered()) {
+      // Output rows follow the given coordinates, whatever the renumbering.
+      c << "  const auto given_order = sparsetune::packer::CanonicalOrder(dim_list, nnz, coords, "
+           "&refusal);\n"
+        << "  a->output_rows = sparsetune::packer::PrefixPositions(*packer, given_order, coords, "
+        << prefix << ");\n";
+    } else {
+      c << "  a->output_rows = sparsetune::packer::PrefixPositions(*packer, canonical, coords, "
+        << prefix << ");\n";
+    }
+  }
+  c << "  a->levels = std::move(packer->Levels());\n  return a.release();\n"
+    << "} catch (const std::exception& error) {\n"
+    << "  return st_refuse<" << name << "_operand*>(std::string(\"" << pack_coo
+    << ": \") + error.what(), nullptr);\n}\n\n";
   if (k.order == 2) {
-    c << "extern \"C\" " << name << "_operand* " << name << "_pack_csr(int64_t rows, int64_t cols, "
-      << "const int64_t* row_ptr, const int32_t* col_idx, const " << k.value << "* values) {\n"
+    const std::string pack_csr = name + "_pack_csr";
+    c << "extern \"C\" " << name << "_operand* " << pack_csr << "(int64_t rows, int64_t cols, "
+      << "const int64_t* row_ptr, const int32_t* col_idx, const " << k.value << "* values) try {\n"
+      << "  if (!row_ptr || rows < 0 || rows > (int64_t(1) << 31))\n"
+      << "    return st_refuse<" << name << "_operand*>(\"" << pack_csr
+      << ": row_ptr must not be null, and rows from 0 to 2^31\", nullptr);\n"
       << "  const int64_t nnz = row_ptr[rows];\n"
+      << "  for (int64_t r = 0; r < rows; ++r) {\n"
+      << "    if (row_ptr[r] < 0 || row_ptr[r] > row_ptr[r + 1] || row_ptr[r + 1] > nnz)\n"
+      << "      return st_refuse<" << name << "_operand*>(\"" << pack_csr
+      << ": row_ptr must rise from 0 to row_ptr[rows]\", nullptr);\n"
+      << "  }\n"
       << "  std::vector<int32_t> row(nnz);\n"
       << "  for (int64_t r = 0; r < rows; ++r)\n"
       << "    for (int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p) row[p] = "
          "static_cast<int32_t>(r);\n"
       << "  const int32_t* coords[2] = {row.data(), col_idx};\n"
       << "  const int64_t dims[2] = {rows, cols};\n"
-      << "  return " << name << "_pack_coo(dims, nnz, coords, values);\n}\n\n";
+      << "  return " << pack_coo << "(dims, nnz, coords, values);\n"
+      << "} catch (const std::exception& error) {\n"
+      << "  return st_refuse<" << name << "_operand*>(std::string(\"" << pack_csr
+      << ": \") + error.what(), nullptr);\n}\n\n";
   }
+  c << "extern \"C\" int " << name << "_update_values(" << name << "_operand* a, const " << k.value
+    << "* values) {\n"
+    << "  if (!a || (a->nnz > 0 && !values))\n"
+    << "    return st_refuse(\"" << name
+    << "_update_values: the operand and the values must not be null\");\n"
+    << "  sparsetune::packer::UpdateValues(a->values.data(), a->value_positions, a->nnz, "
+       "values);\n"
+    << "  return 0;\n}\n\n"
+    << "extern \"C\" int " << name << "_wide_coordinates(const " << name << "_operand* a) {\n"
+    << "  if (!a) return st_refuse(\"" << name << "_wide_coordinates: the operand is null\");\n"
+    << "  return a->wide ? 1 : 0;\n}\n\n"
+    << "extern \"C\" void " << name << "_free(" << name << "_operand* a) { delete a; }\n\n";
   return c.str();
 }
 
-// The output size, the computation over the packed operand, and the rest of the C ABI.
+// The computation over the packed operand, the tuned order, threads and errors.
 std::string ComputeText(const EmittedKernel& k) {
   const Expression& e = k.e;
   const TensorInfo& sparse = e.sparse_input();
   const std::string& name = k.name;
   const std::string& value = k.value;
-  // Dims of every index, in the expression's index order.
+  // The size of an index: a mode of the operand, or a dense size given to the call.
   auto dim_of = [&](const std::string& index) {
-    const auto mode = std::find(sparse.indices.begin(), sparse.indices.end(), index);
-    return mode != sparse.indices.end()
-               ? "a->dims[" + std::to_string(mode - sparse.indices.begin()) + "]"
-               : std::to_string(k.sizes.at(index));
+    const int mode = k.SparseMode(index);
+    return mode >= 0 ? "a->dims[" + std::to_string(mode) + "]" : k.SizeName(index);
   };
-  std::ostringstream dims_code;
-  for (size_t i = 0; i < e.indices.size(); ++i) {
-    const std::string& index = e.indices[i];
-    dims_code << "  args.dims[" << i << "] = " << dim_of(index) << ";\n  args.splits[" << i
-              << "] = " << k.nest.splits.at(index) << ";\n";
-  }
   std::string trailing = "1";
   for (size_t i = e.sparse_output_prefix; i < e.tensors[0].indices.size(); ++i)
     trailing += " * " + dim_of(e.tensors[0].indices[i]);
+
   std::ostringstream c;
-  c << "extern \"C\" int64_t " << name << "_output_size(const " << name << "_operand* a) {\n";
-  if (e.sparse_output_prefix > 0) {
-    c << "  return static_cast<int64_t>(a->output_rows.size()) * (" << trailing << ");\n}\n\n";
-  } else {
-    c << "  return " << trailing << ";\n}\n\n";
+  // One body for both entry points: tuned_order says whether dense operands indexed by a mode
+  // of the operand come in the tuned order.
+  c << "namespace {\n\n"
+    << "int st_compute(const char* entry, const " << name << "_operand* a" << k.SizeParameters(-1)
+    << ", const " << value << "* const* inputs, " << value << "* output, int tuned_order) {\n"
+    << "  if (!a || !output" << (k.dense_inputs.empty() ? "" : " || !inputs") << ")\n"
+    << "    return st_refuse(std::string(entry) + \": the operand, inputs and output must not be "
+       "null\");\n";
+  for (size_t i = 0; i < k.dense_inputs.size(); ++i) {
+    c << "  if (!inputs[" << i << "])\n    return st_refuse(std::string(entry) + \": inputs[" << i
+      << "] (" << e.tensors[k.dense_inputs[i]].name << ") is null\");\n";
   }
-  c << "extern \"C\" int " << name << "_compute(const " << name << "_operand* a, const " << value
-    << "* const* inputs, " << value << "* output) {\n"
-    << "  st_args args;\n  std::memset(&args, 0, sizeof(args));\n"
-    << dims_code.str() << "  for (size_t l = 0; l < a->levels.size(); ++l) {\n"
+  for (const auto& index : k.dense_indices) {
+    const std::string size = k.SizeName(index);
+    c << "  if (" << size << " < 1)\n    return st_refuse(std::string(entry) + \": " << size
+      << " is \" + std::to_string(" << size << ") + \"; dense sizes are at least 1\");\n";
+  }
+  c << "  st_args args;\n  std::memset(&args, 0, sizeof(args));\n";
+  for (size_t i = 0; i < e.indices.size(); ++i) {
+    const std::string& index = e.indices[i];
+    c << "  args.dims[" << i << "] = " << dim_of(index) << ";\n  args.splits[" << i
+      << "] = " << k.nest.splits.at(index) << ";\n";
+  }
+  c << "  for (size_t l = 0; l < a->levels.size(); ++l) {\n"
     << "    const st_level_packer::Level& L = a->levels[l];\n"
     << "    args.levels[l].extent = L.extent;\n    args.levels[l].positions = L.positions;\n"
     << "    args.levels[l].pos = L.pos.empty() ? nullptr : L.pos.data();\n"
@@ -223,8 +612,15 @@ std::string ComputeText(const EmittedKernel& k) {
     << "  args.sparse_values = a->values.data();\n";
   for (size_t i = 0; i < k.dense_inputs.size(); ++i)
     c << "  args.inputs[" << k.dense_inputs[i] << "] = inputs[" << i << "];\n";
-  c << "  args.chunk = " << k.schedule.chunk << ";\n  args.threads = " << k.schedule.threads
-    << ";\n";
+  c << "  args.chunk = " << k.schedule.chunk << ";\n  args.threads = st_threads();\n";
+  for (size_t m = 0; m < sparse.indices.size(); ++m) {
+    c << "  if (!a->old_of_new[" << m << "].empty()) args.old_of_new["
+      << e.IndexId(sparse.indices[m]) << "] = a->old_of_new[" << m << "].data();\n";
+  }
+  c << "  args.tuned_order = tuned_order;\n";
+  const std::string kernel_call =
+      k.wide_variant ? "(a->wide ? " + name + "_kernel_wide : " + name + "_kernel)(&args)"
+                     : name + "_kernel(&args)";
   if (e.sparse_output_prefix > 0) {
     c << "  // The kernel writes the output at the format's positions; rows go back in order.\n"
       << "  const int64_t trailing = " << trailing << ";\n"
@@ -234,28 +630,167 @@ std::string ComputeText(const EmittedKernel& k) {
       << ";\n"
       << "  std::vector<" << value << "> packed(positions * trailing);\n"
       << "  args.output = packed.data();\n"
-      << "  " << name << "_kernel(&args);\n"
+      << "  const int status = " << kernel_call << ";\n"
       << "  for (size_t r = 0; r < a->output_rows.size(); ++r)\n"
       << "    for (int64_t t = 0; t < trailing; ++t)\n"
       << "      output[r * trailing + t] = packed[a->output_rows[r] * trailing + t];\n"
-      << "  return 0;\n}\n\n";
+      << "  return status;\n}\n\n";
   } else {
-    c << "  args.output = output;\n  return " << name << "_kernel(&args);\n}\n\n";
+    c << "  args.output = output;\n  return " << kernel_call << ";\n}\n\n";
   }
-  c << "extern \"C\" void " << name << "_free(" << name << "_operand* a) { delete a; }\n\n"
+
+  // Dense operands between the caller's order and the tuned one.
+  c << "// Row-major dims[0] x ... x dims[rank - 1]: tuned[n0][n1]... = given[o0][o1]... (or the\n"
+    << "// other way), o_d = old_of_new[d][n_d] where dimension d is renumbered.\n"
+    << "[[maybe_unused]] void st_permute(const value_t* from, value_t* to, int rank,\n"
+    << "                                 const int64_t* dims,\n"
+    << "                                 const std::vector<int32_t>* const* old_of_new,\n"
+    << "                                 int to_tuned) {\n"
+    << "  auto renumbered = [&](int d) { return old_of_new[d] && !old_of_new[d]->empty(); };\n"
+    << "  bool rows_only = true;\n"
+    << "  int64_t inner = 1;\n"
+    << "  for (int d = 1; d < rank; ++d) {\n"
+    << "    inner *= dims[d];\n"
+    << "    rows_only = rows_only && !renumbered(d);\n"
+    << "  }\n"
+    << "  const int64_t rows = rank > 0 ? dims[0] : 1;\n"
+    << "  const int32_t* first = rank > 0 && renumbered(0) ? old_of_new[0]->data() : nullptr;\n"
+    << "#pragma omp parallel for schedule(static) num_threads(st_threads())\n"
+    << "  for (int64_t n0 = 0; n0 < rows; ++n0) {\n"
+    << "    const int64_t o0 = first ? first[n0] : n0;\n"
+    << "    const value_t* src = from + (to_tuned ? o0 : n0) * inner;\n"
+    << "    value_t* dst = to + (to_tuned ? n0 : o0) * inner;\n"
+    << "    if (rows_only) {\n"
+    << "      std::memcpy(dst, src, sizeof(value_t) * inner);\n"
+    << "      continue;\n"
+    << "    }\n"
+    << "    for (int64_t q = 0; q < inner; ++q) {\n"
+    << "      int64_t rest = q, given = 0, stride = 1;  // q's offset in the given row\n"
+    << "      for (int d = rank - 1; d >= 1; --d) {\n"
+    << "        const int64_t n = rest % dims[d];\n"
+    << "        rest /= dims[d];\n"
+    << "        given += (renumbered(d) ? (*old_of_new[d])[n] : n) * stride;\n"
+    << "        stride *= dims[d];\n"
+    << "      }\n"
+    << "      if (to_tuned) {\n        dst[q] = src[given];\n      } else {\n"
+    << "        dst[given] = src[q];\n      }\n"
+    << "    }\n  }\n}\n\n"
+    << "}  // namespace\n\n";
+
+  c << "extern \"C\" int " << name << "_compute(const " << name << "_operand* a"
+    << k.SizeParameters(-1) << ", const " << value << "* const* inputs, " << value
+    << "* output) {\n"
+    << "  return st_compute(\"" << name << "_compute\", a" << k.SizeArguments(-1)
+    << ", inputs, output, 0);\n}\n\n"
+    << "extern \"C\" int " << name << "_compute_tuned_order(const " << name << "_operand* a"
+    << k.SizeParameters(-1) << ", const " << value << "* const* inputs, " << value
+    << "* output) {\n"
+    << "  return st_compute(\"" << name << "_compute_tuned_order\", a" << k.SizeArguments(-1)
+    << ", inputs, output, 1);\n}\n\n";
+
+  const std::string output_size = name + "_output_size";
+  c << "extern \"C\" int64_t " << output_size << "(const " << name << "_operand* a"
+    << k.SizeParameters(-1) << ") {\n"
+    << "  if (!a) return st_refuse<int64_t>(\"" << output_size << ": the operand is null\");\n"
+    << SizeChecks(k, k.SizesOf(-1), output_size, "int64_t(-1)");
+  if (e.sparse_output_prefix > 0) {
+    c << "  return static_cast<int64_t>(a->output_rows.size()) * (" << trailing << ");\n}\n\n";
+  } else {
+    c << "  return " << trailing << ";\n}\n\n";
+  }
+
+  for (int t : k.convertible) {
+    const std::string& T = k.tensor_names[t];
+    const auto& indices = e.tensors[t].indices;
+    std::vector<std::string> dims, perms;
+    for (const auto& index : indices) {
+      const int mode = k.SparseMode(index);
+      dims.push_back(dim_of(index));
+      perms.push_back(mode >= 0 ? "&a->old_of_new[" + std::to_string(mode) + "]" : "nullptr");
+    }
+    for (int to_tuned : {1, 0}) {
+      const std::string entry = name + (to_tuned ? "_to_tuned_order_" : "_from_tuned_order_") + T;
+      const std::string from = to_tuned ? T : T + "_tuned", to = to_tuned ? T + "_tuned" : T;
+      c << "extern \"C\" int " << entry << "(const " << name << "_operand* a" << k.SizeParameters(t)
+        << ", const " << value << "* " << from << ", " << value << "* " << to << ") {\n"
+        << "  if (!a || !" << from << " || !" << to << ")\n"
+        << "    return st_refuse(\"" << entry
+        << ": the operand and the arrays must not be null\");\n"
+        << SizeChecks(k, k.SizesOf(t), entry, "") << "  const int64_t dims[] = {" << List(dims)
+        << "};\n"
+        << "  const std::vector<int32_t>* old_of_new[] = {" << List(perms) << "};\n"
+        << "  st_permute(" << from << ", " << to << ", " << indices.size() << ", dims, old_of_new, "
+        << to_tuned << ");\n"
+        << "  return 0;\n}\n\n";
+    }
+  }
+
+  c << "extern \"C\" int " << name << "_set_threads(int n) {\n"
+    << "  if (n < 0)\n    return st_refuse(\"" << name
+    << "_set_threads: \" + std::to_string(n) + \" threads; give n > 0, or 0 for OpenMP's "
+       "count\");\n"
+    << "  st_threads_asked.store(n, std::memory_order_relaxed);\n  return 0;\n}\n\n"
+    << "extern \"C\" int " << name << "_threads(void) { return st_threads(); }\n\n"
     << "extern \"C\" const char* " << name
     << "_last_error(void) { return st_last_error.c_str(); }\n";
   return c.str();
 }
 
+// The generated kernel with its entry point renamed `entry` and made local.
+std::string RenamedKernel(std::string source, const std::string& entry, size_t* at) {
+  const std::string extern_entry = "extern \"C\" int sparsetune_kernel(";
+  *at = source.find(extern_entry);
+  if (*at == std::string::npos) throw InternalError("generated kernel has no entry point");
+  source.replace(*at, extern_entry.size(), "static int " + entry + "(");
+  return source;
+}
+
+// The kernel for the tuned coordinates, and, when they are narrower than 32 bits, a second one
+// for 32-bit coordinates: the same text up to the kernel function, so only that is added.
+std::string KernelText(const EmittedKernel& k, DType dtype) {
+  size_t at = 0;
+  std::string text =
+      RenamedKernel(GenerateKernelSource(k.nest, dtype, CodegenMode::kBaked, k.encodings),
+                    k.name + "_kernel", &at);
+  if (!k.wide_variant) return text;
+  size_t wide_at = 0;
+  const std::string wide = RenamedKernel(GenerateKernelSource(k.nest, dtype, CodegenMode::kBaked),
+                                         k.name + "_kernel_wide", &wide_at);
+  if (wide.compare(0, wide_at, text, 0, at) != 0)
+    throw InternalError("the kernel variants differ outside their kernel functions");
+  return text + "\n// The same for 32-bit coordinates (operands whose coordinates do not fit).\n" +
+         wide.substr(wide_at);
+}
+
 }  // namespace
 
-std::string EmittedName(const std::string& kernel) {
-  std::string name = "sparsetune_" + (kernel.empty() ? std::string("expr") : kernel);
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+EmittedInterface DescribeEmittedInterface(const std::string& kernel, const Expression& e) {
+  EmittedInterface out;
+  out.name = EmittedName(kernel);
+  out.dense_indices = e.DenseOnlyIndices();
+  std::set<std::string> names;
+  for (size_t t = 0; t < e.tensors.size(); ++t) {
+    std::string name = Identifier(e.tensors[t].name);
+    if (!names.insert(name).second) name += "_" + std::to_string(t);
+    if (static_cast<int>(t) == e.sparse || (t == 0 && e.sparse_output_prefix > 0)) continue;
+    const auto& indices = e.tensors[t].indices;
+    const bool renumbered = std::any_of(indices.begin(), indices.end(),
+                                        [&](const auto& index) { return e.IsSparseIndex(index); });
+    if (!renumbered) continue;
+    EmittedInterface::Conversion conversion;
+    conversion.tensor = static_cast<int>(t);
+    conversion.name = name;
+    for (const auto& index : out.dense_indices) {
+      if (std::find(indices.begin(), indices.end(), index) != indices.end())
+        conversion.dense_indices.push_back(index);
+    }
+    out.conversions.push_back(conversion);
   }
-  return name;
+  return out;
+}
+
+std::string EmittedName(const std::string& kernel) {
+  return Identifier("sparsetune_" + (kernel.empty() ? std::string("expr") : kernel));
 }
 
 void PrepareEmitDirectory(const std::string& dir) {
@@ -284,32 +819,45 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
   const StorageFormat& format = k.nest.storage;
   k.encodings.resize(format.levels.size());
   if (pattern && schedule.narrow_coordinates) {
+    // The widths of the tuned pattern as tune packed it: renumbered first when ordered.
+    std::unique_ptr<CooTensor> ordered;
+    if (format.ordering != OrderingKind::kNone &&
+        OrderingRefusal(*pattern, format.ordering).empty()) {
+      ordered = std::make_unique<CooTensor>(
+          PermuteMatrix(*pattern, ComputeOrdering(*pattern, format.ordering)));
+    }
     PackOptions options;
     options.padding_cap = 1e18;
-    PackOutcome packed = Pack(*pattern, format, dtype, options);
+    PackOutcome packed = Pack(ordered ? *ordered : *pattern, format, dtype, options);
     if (!packed.packed) throw InputError("cannot emit the schedule: " + packed.refusal);
     k.encodings = packed.packed->encodings();
   }
+  for (const CoordinateEncoding& encoding : k.encodings)
+    k.wide_variant = k.wide_variant || encoding != CoordinateEncoding();
   k.name = EmittedName(kernel);
   k.value = DTypeCName(dtype);
   k.value_type = k.name + "_value";  // lets callers write the type once
   k.order = static_cast<int>(e.sparse_input().indices.size());
+  k.external_ordering =
+      format.ordering == OrderingKind::kPartition || format.ordering == OrderingKind::kCommunity;
   while (k.output_levels < static_cast<int>(format.levels.size()) &&
          format.levels[k.output_levels].mode < e.sparse_output_prefix)
     ++k.output_levels;
+  const EmittedInterface interface = DescribeEmittedInterface(kernel, e);
+  k.dense_indices = interface.dense_indices;
+  k.tensor_names.resize(e.tensors.size());
+  for (const auto& conversion : interface.conversions) {
+    k.convertible.push_back(conversion.tensor);
+    k.tensor_names[conversion.tensor] = conversion.name;
+  }
   for (size_t t = 1; t < e.tensors.size(); ++t) {
     if (static_cast<int>(t) != e.sparse) k.dense_inputs.push_back(static_cast<int>(t));
   }
 
-  std::string kernel_source = GenerateKernelSource(k.nest, dtype, CodegenMode::kBaked, k.encodings);
-  const std::string entry = "extern \"C\" int sparsetune_kernel(";
-  const size_t at = kernel_source.find(entry);
-  if (at == std::string::npos) throw InternalError("generated kernel has no entry point");
-  kernel_source.replace(at, entry.size(), "static int " + k.name + "_kernel(");
   const std::string source =
       "// Generated by sparsetune; compile with c++ -O3 -fopenmp (C++17).\n"
       "#include \"" +
-      k.name + ".h\"\n\n" + kernel_source + "\n" + PackerText(k) + ComputeText(k);
+      k.name + ".h\"\n\n" + KernelText(k, dtype) + "\n" + PackerText(k) + ComputeText(k);
 
   EnsureDirectory(dir);
   const std::string base = (std::filesystem::path(dir) / k.name).string();

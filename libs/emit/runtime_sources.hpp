@@ -1,5 +1,6 @@
-// Sources that emitted kernels carry verbatim (the level packer, libs/tensor/level_packer.hpp),
-// embedded into the library as text by the build.
+// Sources that emitted kernels carry verbatim (the level packer, libs/tensor/level_packer.hpp,
+// and the pattern orderings, libs/ordering/pattern_ordering.hpp), embedded into the library as
+// text by the build.
 #pragma once
 
 #include <string>

@@ -27,6 +27,7 @@ enum class LoopKind {
   kLevelU,  // a U level of the sparse operand: a range that also advances its position
   kLevelC,  // a C level of the sparse operand: pos/crd iteration
   kLevelS,  // an S (sliced) level: its slots; the coordinate is read per lane, one loop down
+  kLevelQ,  // a Q (singleton) level: no loop, the one coordinate at the parent's position
 };
 
 // A dense temporary of a where node (a scalar when it has no indices).

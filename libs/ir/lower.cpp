@@ -51,6 +51,7 @@ class Lowerer {
     CheckUses();
     MarkSparseLevels();
     CheckSlicedLevels();
+    CheckSingletonLevels();
     CheckSparseOutput();
     CheckTemporaries();
     MarkParallel();
@@ -424,9 +425,10 @@ class Lowerer {
       path.push_back(l->var.name);
       l->level = level;
       const LevelKind kind = nest_->storage.levels[level].kind;
-      l->loop_kind = kind == LevelKind::kDense    ? LoopKind::kLevelU
-                     : kind == LevelKind::kSliced ? LoopKind::kLevelS
-                                                  : LoopKind::kLevelC;
+      l->loop_kind = kind == LevelKind::kDense       ? LoopKind::kLevelU
+                     : kind == LevelKind::kSliced    ? LoopKind::kLevelS
+                     : kind == LevelKind::kSingleton ? LoopKind::kLevelQ
+                                                     : LoopKind::kLevelC;
       l->group = nest_->storage.levels[level].group;
       if (l->group > 1 && s_.parallel == l->var.name)
         Fail("grouped level " + l->var.name + " cannot be the parallel loop");
@@ -434,6 +436,31 @@ class Lowerer {
         Fail("grouped level " + l->var.name + " already walks fixed groups; drop \"unroll\"");
       if (l->group > 1 && e_.sparse_output_prefix > 0)
         Fail("grouped level " + l->var.name + ": its padding has no place in a sparse output");
+    }
+  }
+
+  bool AboveSingleton(int level) const {
+    const auto& levels = nest_->storage.levels;
+    return level >= 0 && level + 1 < static_cast<int>(levels.size()) &&
+           levels[level + 1].kind == LevelKind::kSingleton;
+  }
+
+  // A singleton's coordinates sit at the positions of the compressed level right above it; only
+  // singletons may follow it.
+  void CheckSingletonLevels() {
+    const auto& levels = nest_->storage.levels;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      if (levels[l].kind != LevelKind::kSingleton) continue;
+      const std::string name = nest_->level_vars[l].name;
+      const LevelKind above = l > 0 ? levels[l - 1].kind : LevelKind::kDense;
+      if (above != LevelKind::kCompressed && above != LevelKind::kSingleton)
+        Fail("singleton level " + name +
+             " must follow a compressed level (which then lists each entry) or another singleton");
+      if (levels[l - 1].group > 1)
+        Fail("singleton level " + name + " cannot follow a grouped level");
+      if (l + 1 < levels.size() && levels[l + 1].kind != LevelKind::kSingleton)
+        Fail("singleton level " + name + " can only be followed by singletons, not " +
+             nest_->level_vars[l + 1].name + ":" + LevelKindLetter(levels[l + 1].kind));
     }
   }
 
@@ -563,6 +590,12 @@ class Lowerer {
         // Slots of one slice update the same lanes' outputs.
         if (n->loop_kind == LoopKind::kLevelS)
           Fail("loop " + n->var.name + " over a sliced level cannot be parallel");
+        // A coordinate list repeats coordinates across positions: threads splitting its
+        // positions would update the same output elements.
+        if (n->loop_kind == LoopKind::kLevelQ ||
+            (n->loop_kind == LoopKind::kLevelC && AboveSingleton(n->level)))
+          Fail("loop " + n->var.name + " over a coordinate list (a compressed level above a " +
+               "singleton, or the singleton) cannot be parallel; parallelize a loop above it");
         n->parallel = true;
         n->balanced = s_.partition == Partition::kBalanced;
         inside = true;
@@ -628,7 +661,7 @@ class Lowerer {
     std::vector<std::string> enclosing;
     for (NestNode* l : site.update_loops) {
       if (!Contains(out, l->var.index) || l->loop_kind == LoopKind::kLevelC ||
-          l->loop_kind == LoopKind::kLevelS)
+          l->loop_kind == LoopKind::kLevelS || l->loop_kind == LoopKind::kLevelQ)
         break;
       enclosing.push_back(l->var.name);
       int prefix = 0;
@@ -666,8 +699,9 @@ class Lowerer {
         const bool trailing_dense = l->level < 0 && !e_.IsSparseIndex(l->var.index);
         if (!prefix_level && !trailing_dense) return false;
         if (prefix_level && nest_->splits.at(l->var.index) > 1) return false;
-      } else if (l->loop_kind == LoopKind::kLevelC || l->loop_kind == LoopKind::kLevelS) {
-        return false;  // compressed levels skip empty fibers
+      } else if (l->loop_kind == LoopKind::kLevelC || l->loop_kind == LoopKind::kLevelS ||
+                 l->loop_kind == LoopKind::kLevelQ) {
+        return false;  // compressed levels skip empty fibers; coordinate lists repeat them
       }
     }
     // Every output index must be iterated above the update (reductions live below it).
@@ -690,7 +724,7 @@ class Lowerer {
       n->unroll = s_.unroll;
     }
     if (n->kind == NestNode::Kind::kLoop && n->loop_kind != LoopKind::kLevelC &&
-        n->children[0]->kind == NestNode::Kind::kCompute) {
+        n->loop_kind != LoopKind::kLevelQ && n->children[0]->kind == NestNode::Kind::kCompute) {
       const NestNode* c = n->children[0].get();
       if (!c->atomic && !n->parallel) {
         if (c->accumulator >= 0) {
@@ -858,6 +892,7 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
       const char* kind = n.loop_kind == LoopKind::kDense    ? "dense"
                          : n.loop_kind == LoopKind::kLevelU ? "U"
                          : n.loop_kind == LoopKind::kLevelS ? "S"
+                         : n.loop_kind == LoopKind::kLevelQ ? "Q"
                                                             : "C";
       out += pad + "for " + n.var.name + " [" + kind +
              (n.level >= 0 ? " level " + std::to_string(n.level) : "") +

@@ -198,7 +198,8 @@ LevelKind ParseLevelKind(const std::string& text, const std::string& what) {
   if (text == "U" || text == "u") return LevelKind::kDense;
   if (text == "C" || text == "c") return LevelKind::kCompressed;
   if (text == "S" || text == "s") return LevelKind::kSliced;
-  throw InputError(what + ": level format " + Quoted(text) + " is not U, C, S or G<size>");
+  if (text == "Q" || text == "q") return LevelKind::kSingleton;
+  throw InputError(what + ": level format " + Quoted(text) + " is not U, C, S, Q or G<size>");
 }
 
 }  // namespace

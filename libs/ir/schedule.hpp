@@ -93,7 +93,8 @@ struct Schedule {
   bool narrow_coordinates = false;
   // Compressed loops that gather rows of a dense operand through their coordinate (SpMM's
   // B(k,:), SDDMM's C(j,:), SpMV's x(k)) prefetch the rows of the nonzero this many positions
-  // ahead; 0 leaves it to the hardware, which cannot predict an indirect address.
+  // ahead (into the next segments too, when coordinates are absolute); 0 leaves it to the
+  // hardware, which cannot predict an indirect address.
   int prefetch = 0;
   // Matrices: rows (and columns, when square) renumbered for locality before packing; the
   // kernel permutes its dense operands on entry and its output on exit.

@@ -11,6 +11,7 @@ extern "C" {
 
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
+#include "ordering/pattern_ordering.hpp"
 
 namespace sparsetune {
 
@@ -20,129 +21,15 @@ namespace {
 // segments, and a part of SpMM's or SDDMM's dense rows within L2.
 constexpr int64_t kRowsPerPart = 4096;
 
-// The pattern of A + A^T without the diagonal, as CSR adjacency (each neighbour once).
-struct Adjacency {
-  int64_t n = 0;
-  std::vector<int32_t> start;  // n + 1
-  std::vector<int32_t> neighbours;
-};
-
-Adjacency Symmetrized(const CooTensor& a) {
-  Adjacency g;
-  g.n = a.dims[0];
-  std::vector<int64_t> count(g.n + 1, 0);
-  const int32_t* r = a.coords[0].data();
-  const int32_t* c = a.coords[1].data();
-  for (int64_t e = 0; e < a.nnz(); ++e) {
-    if (r[e] == c[e]) continue;
-    ++count[r[e] + 1];
-    ++count[c[e] + 1];
-  }
-  for (int64_t v = 0; v < g.n; ++v) count[v + 1] += count[v];
-  if (count[g.n] > INT32_MAX)
-    throw InputError(
-        "the matrix has more than 2^31 off-diagonal entries in A + A^T; orderings "
-        "take up to 2^31");
-  std::vector<int32_t> both(static_cast<size_t>(count[g.n]));
-  std::vector<int64_t> fill(count.begin(), count.end() - 1);
-  for (int64_t e = 0; e < a.nnz(); ++e) {
-    if (r[e] == c[e]) continue;
-    both[fill[r[e]]++] = c[e];
-    both[fill[c[e]]++] = r[e];
-  }
-  // Sort and deduplicate each vertex's neighbours (an entry and its transpose give one edge).
-  g.start.assign(g.n + 1, 0);
-  int64_t out = 0;
-  for (int64_t v = 0; v < g.n; ++v) {
-    auto begin = both.begin() + count[v], end = both.begin() + count[v + 1];
-    std::sort(begin, end);
-    end = std::unique(begin, end);
-    for (auto it = begin; it != end; ++it) both[out++] = *it;
-    g.start[v + 1] = static_cast<int32_t>(out);
-  }
-  both.resize(out);
-  g.neighbours = std::move(both);
-  return g;
-}
-
-// new_of_old from a list of old indices in their new order.
-std::vector<int32_t> Inverse(const std::vector<int32_t>& old_of_new) {
-  std::vector<int32_t> new_of_old(old_of_new.size());
-  for (size_t k = 0; k < old_of_new.size(); ++k)
-    new_of_old[old_of_new[k]] = static_cast<int32_t>(k);
-  return new_of_old;
-}
-
-// Breadth-first levels from `root` over the unvisited vertices, neighbours by increasing
-// degree (Cuthill-McKee); appends them to `order`. Returns the last vertex reached, and the
-// number of levels in `*depth`.
-int32_t CuthillMcKeeSweep(const Adjacency& g, int32_t root, std::vector<uint8_t>& visited,
-                          std::vector<int32_t>& order, int* depth) {
-  const size_t first = order.size();
-  order.push_back(root);
-  visited[root] = 1;
-  std::vector<int32_t> next;
-  size_t head = first, level_end = first + 1;
-  *depth = 1;
-  while (head < order.size()) {
-    const int32_t v = order[head++];
-    next.clear();
-    for (int32_t q = g.start[v]; q < g.start[v + 1]; ++q) {
-      const int32_t w = g.neighbours[q];
-      if (!visited[w]) {
-        visited[w] = 1;
-        next.push_back(w);
-      }
-    }
-    std::sort(next.begin(), next.end(), [&](int32_t a, int32_t b) {
-      const int32_t da = g.start[a + 1] - g.start[a], db = g.start[b + 1] - g.start[b];
-      return da != db ? da < db : a < b;
-    });
-    order.insert(order.end(), next.begin(), next.end());
-    if (head == level_end && head < order.size()) {
-      level_end = order.size();
-      ++*depth;
-    }
-  }
-  return order.back();
-}
-
-// Reverse Cuthill-McKee, each component started from a pseudo-peripheral vertex (the far end
-// of repeated sweeps while they deepen, as George and Liu suggest). Written here because
-// Boost Graph's cuthill_mckee_ordering clears the colour of every vertex for every component
-// (quadratic in the number of components: minutes on a graph with many small ones).
-std::vector<int32_t> ReverseCuthillMcKee(const Adjacency& g) {
-  std::vector<uint8_t> visited(g.n, 0), probe(g.n, 0);
-  std::vector<int32_t> order, trial;
-  order.reserve(g.n);
-  for (int64_t v = 0; v < g.n; ++v) {
-    if (visited[v]) continue;
-    // Find a pseudo-peripheral root on this component: a few sweeps, each from the last vertex
-    // the previous one reached, while the number of levels grows.
-    int32_t root = static_cast<int32_t>(v);
-    int depth = 0;
-    for (int round = 0; round < 4; ++round) {
-      trial.clear();
-      int d = 0;
-      const int32_t far = CuthillMcKeeSweep(g, root, probe, trial, &d);
-      for (int32_t w : trial) probe[w] = 0;
-      if (round > 0 && d <= depth) break;
-      depth = d;
-      root = far;
-    }
-    CuthillMcKeeSweep(g, root, visited, order, &depth);
-  }
-  std::reverse(order.begin(), order.end());
-  return Inverse(order);
-}
-
-std::vector<int32_t> ByDecreasingDegree(const std::vector<int64_t>& degree) {
-  std::vector<int32_t> old_of_new(degree.size());
-  std::iota(old_of_new.begin(), old_of_new.end(), 0);
-  std::stable_sort(old_of_new.begin(), old_of_new.end(),
-                   [&](int32_t a, int32_t b) { return degree[a] > degree[b]; });
-  return Inverse(old_of_new);
-}
+using pattern_ordering::Adjacency;
+using pattern_ordering::Inverse;
+static_assert(pattern_ordering::kRcmOrdering == static_cast<int>(OrderingKind::kRcm) &&
+                  pattern_ordering::kDegreeOrdering == static_cast<int>(OrderingKind::kDegree) &&
+                  pattern_ordering::kPartitionOrdering ==
+                      static_cast<int>(OrderingKind::kPartition) &&
+                  pattern_ordering::kCommunityOrdering ==
+                      static_cast<int>(OrderingKind::kCommunity),
+              "pattern_ordering.hpp numbers the orderings as OrderingKind");
 
 std::vector<int32_t> MetisPartitions(const Adjacency& g) {
   idx_t n = static_cast<idx_t>(g.n);
@@ -249,24 +136,34 @@ MatrixOrdering ComputeOrdering(const CooTensor& matrix, OrderingKind kind) {
   MatrixOrdering out;
   out.kind = kind;
   if (kind == OrderingKind::kNone) return out;
-  const bool square = matrix.dims[0] == matrix.dims[1];
-  if (kind == OrderingKind::kDegree) {
-    std::vector<int64_t> degree(matrix.dims[0], 0);
-    for (int64_t e = 0; e < matrix.nnz(); ++e) {
-      ++degree[matrix.coords[0][e]];
-      if (square) ++degree[matrix.coords[1][e]];
-    }
-    out.rows = ByDecreasingDegree(degree);
-  } else {
-    const Adjacency g = Symmetrized(matrix);
-    out.rows = kind == OrderingKind::kRcm         ? ReverseCuthillMcKee(g)
-               : kind == OrderingKind::kPartition ? MetisPartitions(g)
-                                                  : LouvainCommunities(g);
-  }
-  if (square) out.cols = out.rows;
+  auto order_graph = [](int graph_kind, const Adjacency& g, std::vector<int32_t>* new_of_old,
+                        std::string*) {
+    *new_of_old = static_cast<OrderingKind>(graph_kind) == OrderingKind::kPartition
+                      ? MetisPartitions(g)
+                      : LouvainCommunities(g);
+    return true;
+  };
+  std::string graph_refusal;
+  if (!pattern_ordering::OrderMatrix(static_cast<int>(kind), matrix.dims[0], matrix.dims[1],
+                                     matrix.nnz(), matrix.coords[0].data(), matrix.coords[1].data(),
+                                     order_graph, &out.rows, &out.cols, &graph_refusal))
+    throw InputError(graph_refusal);
   out.Invert();
   out.compute_ms = MsSince(start);
   return out;
+}
+
+std::vector<int32_t> OrderGraph(OrderingKind kind, int64_t n, const int32_t* start,
+                                const int32_t* neighbours) {
+  if (kind != OrderingKind::kPartition && kind != OrderingKind::kCommunity)
+    throw InputError(
+        std::string("OrderGraph computes the partition and community orderings, not ") +
+        OrderingName(kind));
+  Adjacency g;
+  g.n = n;
+  g.start.assign(start, start + n + 1);
+  g.neighbours.assign(neighbours, neighbours + g.start[n]);
+  return kind == OrderingKind::kPartition ? MetisPartitions(g) : LouvainCommunities(g);
 }
 
 }  // namespace sparsetune

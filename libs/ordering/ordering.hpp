@@ -23,4 +23,11 @@ std::string OrderingRefusal(const CooTensor& tensor, OrderingKind kind);
 // InputError with OrderingRefusal's reason when it does not apply.
 MatrixOrdering ComputeOrdering(const CooTensor& matrix, OrderingKind kind);
 
+// The partition or community ordering (new_of_old) of an undirected graph of n vertices given
+// as adjacency lists (start: n + 1 offsets into neighbours; each edge in both lists, sorted, no
+// self-loops): what ComputeOrdering computes on the graph of A + A^T. For emitted kernels, which
+// build that graph themselves (pattern_ordering.hpp) and call it through libsparsetune_orderings.
+std::vector<int32_t> OrderGraph(OrderingKind kind, int64_t n, const int32_t* start,
+                                const int32_t* neighbours);
+
 }  // namespace sparsetune

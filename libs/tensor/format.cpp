@@ -10,6 +10,8 @@ const char* LevelKindLetter(LevelKind kind) {
       return "C";
     case LevelKind::kSliced:
       return "S";
+    case LevelKind::kSingleton:
+      return "Q";
   }
   return "?";
 }
@@ -82,6 +84,17 @@ std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
       return "sliced level " + std::to_string(l) +
              " must be followed by a U level over the inner part of another, split mode (its "
              "lanes)";
+  }
+  for (size_t l = 0; l < levels.size(); ++l) {
+    if (levels[l].kind != LevelKind::kSingleton) continue;
+    const LevelKind above = l > 0 ? levels[l - 1].kind : LevelKind::kDense;
+    if (above != LevelKind::kCompressed && above != LevelKind::kSingleton)
+      return "singleton level " + std::to_string(l) +
+             " must follow a compressed level (which then lists each entry) or another singleton";
+    if (levels[l - 1].group > 1)
+      return "singleton level " + std::to_string(l) + " cannot follow a grouped level";
+    if (l + 1 < levels.size() && levels[l + 1].kind != LevelKind::kSingleton)
+      return "singleton level " + std::to_string(l) + " can only be followed by singletons";
   }
   for (int m = 0; m < order; ++m) {
     if (split[m] < 1)

@@ -15,8 +15,13 @@ namespace sparsetune {
 // lane level, and the S level's coordinate is stored there, per lane. Shorter lanes are padded
 // with zeros (at their last coordinate). This is SELL-C (sliced ELLPACK): one vector
 // instruction serves a whole slice, with no branch per row.
-enum class LevelKind : uint8_t { kDense, kCompressed, kSliced };
-const char* LevelKindLetter(LevelKind kind);  // "U", "C", "S"
+// Q (singleton): one coordinate per position of the level above it, with no pos array. The
+// compressed level right above a singleton then holds one position per entry below it, its
+// coordinates repeating where entries share them (TACO's non-unique compressed level), so
+// {k0:C, i0:Q} is a coordinate list (COO): inside blocks, {i1:U, k1:C, k0:C, i0:Q} walks each
+// block's entries by column with no branch per row or column.
+enum class LevelKind : uint8_t { kDense, kCompressed, kSliced, kSingleton };
+const char* LevelKindLetter(LevelKind kind);  // "U", "C", "S", "Q"
 // Which part of a (possibly split) mode a level stores: i -> (i1 = i / s, i0 = i % s).
 enum class SplitPart : uint8_t { kWhole, kOuter, kInner };
 

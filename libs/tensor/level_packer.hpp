@@ -36,6 +36,7 @@ namespace {
 constexpr int kDenseLevel = 0;       // U: a dense range, position = parent * extent + coordinate
 constexpr int kCompressedLevel = 1;  // C: pos and one coordinate per position
 constexpr int kSlicedLevel = 2;      // S: compressed across the lanes of the U level below it
+constexpr int kSingletonLevel = 3;   // Q: one coordinate per position of the level above
 constexpr int kWholeMode = 0;
 constexpr int kOuterPart = 1;  // i1 = i / split
 constexpr int kInnerPart = 2;  // i0 = i % split
@@ -171,6 +172,7 @@ class LevelPacker {
       const int kind = layout_.levels[l].kind;
       const bool packed = kind == kDenseLevel        ? PackDense(l)
                           : kind == kCompressedLevel ? PackCompressed(l)
+                          : kind == kSingletonLevel  ? PackSingleton(l)
                                                      : PackSliced(l);
       if (!packed) return false;
       if (kind == kSlicedLevel) ++l;  // the lanes were packed with it
@@ -182,6 +184,11 @@ class LevelPacker {
   const std::string& Refusal() const {
     return refusal_;
   }
+  // Refused because a coordinate does not fit the given encodings (options.encodings): the
+  // same entries pack with 32-bit coordinates.
+  bool RefusedForWidth() const {
+    return refused_for_width_;
+  }
   std::vector<Level>& Levels() {
     return levels_;
   }
@@ -192,6 +199,22 @@ class LevelPacker {
   // The position of `entry` after options.record_after_levels levels.
   int32_t RecordedPosition(int64_t entry) const {
     return recorded_[entry];
+  }
+
+  // Each entry's position among the values (the leaf level's), in the order the entries were
+  // given: new values of the same entries go there (ScatterValues does the same at packing).
+  // Empty when every entry sits at its own index, as a canonical CSR's do.
+  Array<int32_t> EntryPositions() const {
+    Array<int32_t> positions(n_);
+    bool identity = true;
+#pragma omp parallel for schedule(static) num_threads(threads_) reduction(&& : identity)
+    for (int64_t r = 0; r < n_; ++r) {
+      const int64_t entry = Entry(r);
+      positions[entry] = position_[r];
+      identity = identity && position_[r] == entry;
+    }
+    if (identity) positions = Array<int32_t>();
+    return positions;
   }
 
   // values[position] = source[entry] at each entry's leaf position, zero at padding.
@@ -317,10 +340,87 @@ class LevelPacker {
 #pragma omp parallel for schedule(static) num_threads(threads_)
       for (int64_t r = 0; r < n_; ++r) perm_[r] = static_cast<int32_t>(r);
     }
-    Array<int32_t> scratch;
-    for (int k = passes - 1; k >= 0; --k)
-      StableSortByKey(perm_, level_coords_[key_order[k]], extents_[key_order[k]], scratch);
+    // The sort keys side by side in one integer per entry, when they fit in 64 bits: one radix
+    // sort of contiguous (key, entry) pairs instead of a pass per level that gathers each key
+    // through the permutation (7x faster for COO blocks of an 11M-entry graph).
+    int bits = 0;
+    for (int k = 0; k < passes; ++k) bits += BitsFor(extents_[key_order[k]]);
+    if (passes > 1 && bits <= 32) {
+      SortByCompositeKey<uint32_t>(key_order, passes, bits);
+    } else if (passes > 1 && bits <= 64) {
+      SortByCompositeKey<uint64_t>(key_order, passes, bits);
+    } else {
+      Array<int32_t> scratch;
+      for (int k = passes - 1; k >= 0; --k)
+        StableSortByKey(perm_, level_coords_[key_order[k]], extents_[key_order[k]], scratch);
+    }
     order_ = perm_.empty() ? nullptr : perm_.data();
+  }
+
+  template <class Key>
+  void SortByCompositeKey(const std::vector<int>& key_order, int passes, int bits) {
+    Array<Key> keys(n_);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r) {
+      Key key = 0;
+      for (int k = 0; k < passes; ++k) {
+        const int level = key_order[k];
+        key =
+            static_cast<Key>(key << BitsFor(extents_[level]) | Key(level_coords_[level][perm_[r]]));
+      }
+      keys[r] = key;
+    }
+    RadixSortPairs(keys, perm_, bits);
+  }
+
+  // Bits that hold coordinates in [0, extent).
+  static int BitsFor(int64_t extent) {
+    int bits = 0;
+    while (bits < 63 && (int64_t(1) << bits) < extent) ++bits;
+    return bits;
+  }
+
+  // Stable LSD radix sort of (keys[r], values[r]) by the low `bits` bits of the keys, 11 bits a
+  // pass; each thread counts and scatters its own contiguous slice, in slice order.
+  template <class Key>
+  void RadixSortPairs(Array<Key>& keys, Array<int32_t>& values, int bits) const {
+    constexpr int kDigitBits = 11;
+    constexpr int64_t kBuckets = int64_t(1) << kDigitBits;
+    const int64_t n = n_;
+    const int threads = threads_;
+    Array<Key> key_scratch(n);
+    Array<int32_t> value_scratch(n);
+    std::vector<int64_t> counts(static_cast<size_t>(threads) * kBuckets);
+    for (int shift = 0; shift < bits; shift += kDigitBits) {
+      std::fill(counts.begin(), counts.end(), 0);
+#pragma omp parallel num_threads(threads)
+      {
+        const int t = ThreadNumber();
+        const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        int64_t* mine = counts.data() + static_cast<size_t>(t) * kBuckets;
+        for (int64_t r = lo; r < hi; ++r) ++mine[(keys[r] >> shift) & (kBuckets - 1)];
+#pragma omp barrier
+#pragma omp single
+        {
+          int64_t running = 0;
+          for (int64_t b = 0; b < kBuckets; ++b) {
+            for (int u = 0; u < threads; ++u) {
+              int64_t& c = counts[static_cast<size_t>(u) * kBuckets + b];
+              const int64_t here = c;
+              c = running;
+              running += here;
+            }
+          }
+        }
+        for (int64_t r = lo; r < hi; ++r) {
+          const int64_t at = mine[(keys[r] >> shift) & (kBuckets - 1)]++;
+          key_scratch[at] = keys[r];
+          value_scratch[at] = values[r];
+        }
+      }
+      keys.swap(key_scratch);
+      values.swap(value_scratch);
+    }
   }
 
   std::string CapText() const {
@@ -351,12 +451,15 @@ class LevelPacker {
   }
 
   // C: an entry starts a new position when its parent or its coordinate differs from the
-  // previous entry's. Each thread counts the starts in its slice, then numbers them.
+  // previous entry's, and always above a singleton level (a coordinate list keeps every entry,
+  // repeating coordinates). Each thread counts the starts in its slice, then numbers them.
   bool PackCompressed(int l) {
     Level level;
     level.kind = kCompressedLevel;
     level.extent = extents_[l];
     const int32_t* c = level_coords_[l];
+    const bool every_entry = l + 1 < static_cast<int>(layout_.levels.size()) &&
+                             layout_.levels[l + 1].kind == kSingletonLevel;
     std::vector<int64_t> starts(threads_ + 1, 0);
     Array<int32_t> crd;
 #pragma omp parallel num_threads(threads_)
@@ -364,7 +467,8 @@ class LevelPacker {
       const int u = ThreadNumber();
       const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
       auto is_start = [&](int64_t r) {
-        return r == 0 || position_[r] != position_[r - 1] || c[Entry(r)] != c[Entry(r - 1)];
+        return every_entry || r == 0 || position_[r] != position_[r - 1] ||
+               c[Entry(r)] != c[Entry(r - 1)];
       };
       int64_t count = 0;
       for (int64_t r = lo; r < hi; ++r) count += is_start(r);
@@ -399,6 +503,44 @@ class LevelPacker {
     const int group = layout_.levels[l].group;
     if (group > 1 && !PadToGroups(l, group, level, crd)) return false;
     if (!StoreCoordinates(level, l, crd, 1)) return false;
+    return AddLevel(std::move(level));
+  }
+
+  // Q: the level above gave every entry its own position; each holds the entry's coordinate,
+  // absolute (a segment is one entry: nothing to be relative to).
+  bool PackSingleton(int l) {
+    Level level;
+    level.kind = kSingletonLevel;
+    level.extent = extents_[l];
+    level.positions = parent_positions_;
+    const int32_t* c = level_coords_[l];
+    Array<int32_t> crd(parent_positions_);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t r = 0; r < n_; ++r) crd[position_[r]] = c[Entry(r)];
+    if (options_.choose_encodings) {
+      level.encoding.bits = level.extent <= 256 ? 8 : level.extent <= 65536 ? 16 : 32;
+    } else if (l < static_cast<int>(options_.encodings.size())) {
+      level.encoding = options_.encodings[l];
+      if (level.encoding.relative)
+        return Refuse("singleton level " + std::to_string(l) + " has no relative coordinates");
+      for (int64_t q = 0; level.encoding.bits < 32 && q < level.positions; ++q) {
+        if (crd[q] < (int64_t(1) << level.encoding.bits)) continue;
+        refused_for_width_ = true;
+        return Refuse("level " + std::to_string(l) + ": coordinate " + std::to_string(crd[q]) +
+                      " does not fit the " + std::to_string(level.encoding.bits) +
+                      "-bit coordinates this kernel was tuned with (another sparsity pattern?)");
+      }
+    }
+    const int bits = level.encoding.bits;
+    level.crd.resize(level.positions * bits / 8);
+    auto store = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(level.positions))
+      for (int64_t q = 0; q < level.positions; ++q) out[q] = static_cast<T>(crd[q]);
+    };
+    if (bits == 8) store(level.crd.data());
+    if (bits == 16) store(reinterpret_cast<uint16_t*>(level.crd.data()));
+    if (bits == 32) store(reinterpret_cast<int32_t*>(level.crd.data()));
     return AddLevel(std::move(level));
   }
 
@@ -678,6 +820,7 @@ class LevelPacker {
       const int64_t offset = level.encoding.relative ? level.base[p] : 0;
       for (int64_t q = level.pos[p] * lanes; q < level.pos[p + 1] * lanes; ++q) {
         if (crd[q] - offset < (int64_t(1) << bits)) continue;
+        refused_for_width_ = true;
         return Refuse("level " + std::to_string(l) + ": coordinate " + std::to_string(crd[q]) +
                       " does not fit the " + std::to_string(bits) +
                       "-bit coordinates this kernel was tuned with (another sparsity pattern?)");
@@ -708,7 +851,28 @@ class LevelPacker {
   std::vector<Level> levels_;
   Array<int32_t> recorded_;  // per entry
   std::string refusal_;
+  bool refused_for_width_ = false;
 };
+
+// Why the entries cannot be packed into a tensor of these dims, before anything is sorted: more
+// than 32-bit positions address, or a coordinate outside the dims. Empty when they can.
+inline std::string EntriesRefusal(const std::vector<int64_t>& dims, int64_t nnz,
+                                  const int32_t* const* coords) {
+  if (nnz > kMaxPositions) {
+    return "the tensor has " + std::to_string(nnz) +
+           " entries, more than 32-bit positions can address";
+  }
+  const int order = static_cast<int>(dims.size());
+  for (int64_t e = 0; e < nnz; ++e) {
+    for (int m = 0; m < order; ++m) {
+      if (coords[m][e] < 0 || coords[m][e] >= dims[m]) {
+        return "entry " + std::to_string(e) + ": coordinate " + std::to_string(coords[m][e]) +
+               " of mode " + std::to_string(m) + " is outside [0, " + std::to_string(dims[m]) + ")";
+      }
+    }
+  }
+  return std::string();
+}
 
 // The entries in canonical order (lexicographic over the modes) for coordinates given in any
 // order: canonical[k] is the entry of rank k. Refuses coordinates outside dims and duplicates,
@@ -719,21 +883,8 @@ std::vector<int32_t, Allocator<int32_t>> CanonicalOrder(const std::vector<int64_
                                                         std::string* refusal) {
   const int order = static_cast<int>(dims.size());
   std::vector<int32_t, Allocator<int32_t>> canonical;
-  if (nnz > kMaxPositions) {
-    *refusal = "the tensor has " + std::to_string(nnz) +
-               " entries, more than 32-bit positions can address";
-    return canonical;
-  }
-  for (int64_t e = 0; e < nnz; ++e) {
-    for (int m = 0; m < order; ++m) {
-      if (coords[m][e] < 0 || coords[m][e] >= dims[m]) {
-        *refusal = "entry " + std::to_string(e) + ": coordinate " + std::to_string(coords[m][e]) +
-                   " of mode " + std::to_string(m) + " is outside [0, " + std::to_string(dims[m]) +
-                   ")";
-        return canonical;
-      }
-    }
-  }
+  *refusal = EntriesRefusal(dims, nnz, coords);
+  if (!refusal->empty()) return canonical;
   canonical.resize(nnz);
   std::iota(canonical.begin(), canonical.end(), 0);
   auto compare = [&](int32_t a, int32_t b) {
@@ -767,6 +918,17 @@ std::vector<int64_t> PrefixPositions(const Packer& packer, const Canonical& cano
     if (!same) rows.push_back(packer.RecordedPosition(canonical[k]));
   }
   return rows;
+}
+
+// New values for n packed entries, given in the order they were packed from: values[at] =
+// source[entry] where at is the entry's position (LevelPacker::EntryPositions; the entry's own
+// index when `positions` is empty). Positions no entry holds (padding) keep their zeros.
+template <class Value, class Source, class Positions>
+void UpdateValues(Value* values, const Positions& positions, int64_t n, const Source* source) {
+  const bool identity = positions.empty();
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(n))
+  for (int64_t e = 0; e < n; ++e)
+    values[identity ? e : positions[e]] = static_cast<Value>(source[e]);
 }
 
 }  // namespace

@@ -11,7 +11,8 @@ namespace {
 
 static_assert(packer::kDenseLevel == static_cast<int>(LevelKind::kDense) &&
                   packer::kCompressedLevel == static_cast<int>(LevelKind::kCompressed) &&
-                  packer::kSlicedLevel == static_cast<int>(LevelKind::kSliced),
+                  packer::kSlicedLevel == static_cast<int>(LevelKind::kSliced) &&
+                  packer::kSingletonLevel == static_cast<int>(LevelKind::kSingleton),
               "the packer numbers level kinds as LevelKind does");
 static_assert(packer::kWholeMode == static_cast<int>(SplitPart::kWhole) &&
                   packer::kOuterPart == static_cast<int>(SplitPart::kOuter) &&
@@ -139,6 +140,8 @@ void VisitLevel(const PackedTensor& p, int level, int depth, int64_t parent,
   }
   if (l.kind == LevelKind::kDense) {
     for (int64_t c = 0; c < l.extent; ++c) descend(c, parent * l.extent + c);
+  } else if (l.kind == LevelKind::kSingleton) {
+    descend(l.Coordinate(parent, parent), parent);
   } else {
     for (int64_t q = l.pos[parent]; q < l.pos[parent + 1]; ++q) descend(l.Coordinate(parent, q), q);
   }

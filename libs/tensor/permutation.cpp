@@ -52,21 +52,53 @@ void MatrixOrdering::Invert() {
 
 namespace {
 
+// Sorts entries [from, to) of a row by column, carrying their values: insertion sort for the
+// short rows that dominate sparse matrices, else a sort of (column, offset) keys and a gather.
+void SortRowByColumn(int32_t* cols, double* values, int64_t from, int64_t to,
+                     std::vector<uint64_t>& keys, std::vector<double>& scratch) {
+  const int64_t n = to - from;
+  if (n <= 32) {
+    for (int64_t a = from + 1; a < to; ++a) {
+      const int32_t c = cols[a];
+      const double v = values[a];
+      int64_t b = a;
+      for (; b > from && cols[b - 1] > c; --b) {
+        cols[b] = cols[b - 1];
+        values[b] = values[b - 1];
+      }
+      cols[b] = c;
+      values[b] = v;
+    }
+    return;
+  }
+  keys.resize(n);
+  for (int64_t q = 0; q < n; ++q) keys[q] = uint64_t(uint32_t(cols[from + q])) << 32 | uint64_t(q);
+  std::sort(keys.begin(), keys.end());
+  scratch.assign(values + from, values + to);
+  for (int64_t q = 0; q < n; ++q) {
+    cols[from + q] = static_cast<int32_t>(keys[q] >> 32);
+    values[from + q] = scratch[keys[q] & 0xffffffffu];
+  }
+}
+
 // A canonical matrix's rows moved whole: a row's entries stay together, so only each row's
-// renumbered columns need sorting (short for the matrices orderings are for), in parallel.
+// renumbered columns need sorting (short for the matrices orderings are for), in parallel and
+// in place in the output.
 CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& ordering) {
   const int64_t rows = matrix.dims[0];
-  const auto& old_rows = matrix.coords[0];
-  const auto& old_cols = matrix.coords[1];
+  const int32_t* old_row_of = matrix.coords[0].data();
+  const int32_t* old_col_of = matrix.coords[1].data();
+  const double* old_value_of = matrix.values.data();
   std::vector<int64_t> old_start(rows + 1, 0);
-  for (int32_t r : old_rows) ++old_start[r + 1];
+  for (int64_t e = 0; e < matrix.nnz(); ++e) ++old_start[old_row_of[e] + 1];
   for (int64_t r = 0; r < rows; ++r) old_start[r + 1] += old_start[r];
-  auto old_of = [&](int64_t r) -> int64_t {
-    return ordering.old_rows.empty() ? r : ordering.old_rows[r];
-  };
+  const int32_t* old_rows = ordering.old_rows.empty() ? nullptr : ordering.old_rows.data();
+  const int32_t* new_cols = ordering.cols.empty() ? nullptr : ordering.cols.data();
   std::vector<int64_t> new_start(rows + 1, 0);
-  for (int64_t r = 0; r < rows; ++r)
-    new_start[r + 1] = new_start[r] + old_start[old_of(r) + 1] - old_start[old_of(r)];
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t o = old_rows ? old_rows[r] : r;
+    new_start[r + 1] = new_start[r] + old_start[o + 1] - old_start[o];
+  }
   CooTensor out;
   out.dims = matrix.dims;
   out.symmetry = matrix.symmetry;
@@ -75,22 +107,23 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
   out.explicit_zeros = matrix.explicit_zeros;
   out.coords.assign(2, std::vector<int32_t>(matrix.nnz()));
   out.values.resize(matrix.nnz());
+  int32_t* row_of = out.coords[0].data();
+  int32_t* col_of = out.coords[1].data();
+  double* value_of = out.values.data();
 #pragma omp parallel
   {
-    std::vector<std::pair<int32_t, double>> row;
-#pragma omp for schedule(dynamic, 1024)
+    std::vector<uint64_t> keys;
+    std::vector<double> scratch;
+#pragma omp for schedule(dynamic, 4096)
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t from = old_start[old_of(r)], to = old_start[old_of(r) + 1];
-      row.clear();
-      for (int64_t e = from; e < to; ++e)
-        row.emplace_back(ordering.cols.empty() ? old_cols[e] : ordering.cols[old_cols[e]],
-                         matrix.values[e]);
-      if (!ordering.cols.empty()) std::sort(row.begin(), row.end());
-      for (size_t q = 0; q < row.size(); ++q) {
-        out.coords[0][new_start[r] + q] = static_cast<int32_t>(r);
-        out.coords[1][new_start[r] + q] = row[q].first;
-        out.values[new_start[r] + q] = row[q].second;
+      const int64_t o = old_rows ? old_rows[r] : r;
+      const int64_t from = old_start[o], to = old_start[o + 1], at = new_start[r];
+      for (int64_t e = from; e < to; ++e) {
+        row_of[at + e - from] = static_cast<int32_t>(r);
+        col_of[at + e - from] = new_cols ? new_cols[old_col_of[e]] : old_col_of[e];
+        value_of[at + e - from] = old_value_of[e];
       }
+      if (new_cols) SortRowByColumn(col_of, value_of, at, at + to - from, keys, scratch);
     }
   }
   return out;

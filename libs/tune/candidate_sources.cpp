@@ -39,7 +39,8 @@ class LibraryRules : public CandidateSource {
  public:
   std::string tag() const override { return "heuristic"; }
   std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext& context) override {
-    return UnlessEmpty(LibraryRuleCandidates(context.kernel, *context.expression, context.sizes));
+    return UnlessEmpty(LibraryRuleCandidates(context.kernel, *context.expression, context.sizes,
+                                             context.value_bytes));
   }
 };
 

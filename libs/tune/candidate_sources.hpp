@@ -26,6 +26,7 @@ struct CandidateContext {
   const CooTensor* tensor = nullptr;     // the operand
   std::string fingerprint;
   std::vector<int64_t> prefix_nnz;  // the operand's PatternStats::prefix_nnz
+  int64_t value_bytes = 4;          // of a value of the operands (the dtype's size)
 };
 
 class CandidateSource {

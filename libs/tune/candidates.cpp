@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/caches.hpp"
 #include "ir/loop_nest.hpp"
 #include "sparseauto/sparseauto.hpp"
 
@@ -34,12 +35,27 @@ int64_t SplitUpTo(int64_t size, int64_t limit) {
   return s;
 }
 
+// Column segments for dense rows gathered at random: the width (a power of two) whose slice of
+// the gathered operand (`row_bytes` a row) takes at most `budget` bytes, or 0 when the whole
+// operand already fits in it or a segment would hold fewer than 1024 rows.
+int64_t SegmentWidth(int64_t columns, int64_t row_bytes, int64_t budget) {
+  if (columns * row_bytes <= budget) return 0;
+  int64_t width = 1;
+  while (width * 2 * row_bytes <= budget) width *= 2;
+  return width >= 1024 ? width : 0;
+}
+
 }  // namespace
 
 std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                                                  const Expression& expression,
-                                                 const std::map<std::string, int64_t>& sizes) {
+                                                 const std::map<std::string, int64_t>& sizes,
+                                                 int64_t value_bytes) {
   std::vector<nlohmann::json> schedules;
+  // Segments whose gathered rows fill a half or a quarter of the last-level cache: each
+  // segment's slice is read from DRAM once and gathered from the cache by every row, at the
+  // cost of streaming the row operand (or the output) once per segment.
+  const int64_t llc = MachineCaches().llc;
   if (kernel == "spmv") {
     for (int unroll : {1, 4}) {
       schedules.push_back({{"loop_order", {"i", "k"}},
@@ -64,6 +80,23 @@ std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                            {"format", {"k1:U", "i:C", "k0:C"}},
                            {"parallel", Balanced("i")},
                            {"narrow_coordinates", true}});
+    }
+    // Coordinate lists inside square blocks (COO with 16-bit coordinates, by column within a
+    // block) for matrices whose x passes L2: a block's slices of x and y stay in L2 while its
+    // entries stream by, with no branch per row or column (graphs with random labels, whose
+    // rows hold a handful of entries per segment of x).
+    const int64_t l2 = MachineCaches().l2;
+    if (sizes.at("k") * value_bytes > l2) {
+      int64_t block = 1;
+      while (block < 65536 && 2 * (2 * block) * value_bytes <= l2 / 2) block *= 2;
+      for (int64_t b : {block, block / 4}) {
+        if (b < 1024 || sizes.at("i") < 2 * b) continue;
+        schedules.push_back({{"splits", {{"i", b}, {"k", b}}},
+                             {"loop_order", {"i1", "k1", "k0", "i0"}},
+                             {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
+                             {"parallel", Balanced("i1")},
+                             {"narrow_coordinates", true}});
+      }
     }
     for (int lanes : {8, 16}) {
       if (sizes.at("i") < 2 * lanes) continue;
@@ -110,6 +143,16 @@ std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                            {"parallel", Balanced("i1")},
                            {"narrow_coordinates", true}});
     }
+    const int64_t j = SplitUpTo(sizes.at("j"), 64);
+    for (int64_t budget : {llc / 2, llc / 4}) {
+      const int64_t width = SegmentWidth(sizes.at("k"), sizes.at("j") * value_bytes, budget);
+      if (width == 0 || j < 4) continue;
+      schedules.push_back({{"splits", {{"k", width}, {"j", j}}},
+                           {"loop_order", {"k1", "i", "j1", "k0", "j0"}},
+                           {"format", {"k1:U", "i:C", "k0:C"}},
+                           {"parallel", Balanced("i")},
+                           {"narrow_coordinates", true}});
+    }
   } else if (kernel == "sddmm" || kernel == "sddmm_nt") {
     // A dot product per nonzero, four nonzeros of a row at a time sharing each load of B's row
     // (with and without prefetching the rows of C they gather), or one at a time. C(k,j) is read
@@ -118,6 +161,16 @@ std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
       nlohmann::json s = {
           {"loop_order", {"i", "j", "k"}}, {"format", {"i:U", "j:C"}}, {"parallel", Balanced("i")},
           {"narrow_coordinates", true},    {"unroll", unroll},         {"prefetch", prefetch}};
+      if (kernel == "sddmm") s["transpose"] = {"C"};
+      schedules.push_back(s);
+    }
+    for (int64_t budget : {llc / 2, llc / 4}) {
+      const int64_t width = SegmentWidth(sizes.at("j"), sizes.at("k") * value_bytes, budget);
+      if (width == 0) continue;
+      nlohmann::json s = {
+          {"splits", {{"j", width}}},          {"loop_order", {"j1", "i", "j0", "k"}},
+          {"format", {"j1:U", "i:C", "j0:C"}}, {"parallel", Balanced("i")},
+          {"narrow_coordinates", true},        {"unroll", 4}};
       if (kernel == "sddmm") s["transpose"] = {"C"};
       schedules.push_back(s);
     }

@@ -23,12 +23,15 @@ struct TuneCandidate {
 
 // A few schedules that are strong on most patterns, from what the fastest library kernels do:
 // narrow coordinates, nonzero-balanced rows, several partial sums, sliced rows (SELL-C) for
-// SpMV; register tiles of the output row for SpMM and MTTKRP; a transposed C for SDDMM. Only
-// those that lower for the kernel are returned; empty for kernels without such rules. Stored
-// under the source tag "heuristic", as databases already hold them.
+// SpMV; register tiles of the output row for SpMM and MTTKRP; a transposed C for SDDMM; column
+// segments sized to the last-level cache where SpMM's B or SDDMM's C does not fit in it
+// (`value_bytes` per value). Only those that lower for the kernel are returned; empty for
+// kernels without such rules. Stored under the source tag "heuristic", as databases already
+// hold them.
 std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                                                  const Expression& expression,
-                                                 const std::map<std::string, int64_t>& sizes);
+                                                 const std::map<std::string, int64_t>& sizes,
+                                                 int64_t value_bytes = 4);
 
 // Insum's fixed-length formats for spmv and spmm: GroupCOO(G) (each row's nonzeros in groups of
 // G, the last padded) with G at sqrt(nnz / rows) rounded to a power of two and its two

@@ -112,6 +112,7 @@ GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operan
   context.tensor = &operand.tensor;
   context.fingerprint = operand.fingerprint;
   context.prefix_nnz = stats.prefix_nnz;
+  context.value_bytes = DTypeSize(request.dtype);
   std::vector<std::unique_ptr<CandidateSource>> owned;
   owned.push_back(FixedCsrSource());
   owned.push_back(ScorchSource());

@@ -19,22 +19,21 @@ struct CliResult {
   std::string err;
 };
 
-// Runs the real sparsetune binary with `args` (no shell), stdin closed, capturing both streams;
-// `env` entries replace inherited ones of the same name. With limit_mb > 0 the binary runs
-// under that address-space limit (ulimit -v), through sh.
-inline CliResult RunCli(const std::vector<std::string>& args,
-                        const std::vector<std::string>& env = {}, int64_t limit_mb = 0) {
+// Runs `program` (a path, or a name found on PATH) with `args` (no shell), stdin closed,
+// capturing both streams; `env` entries replace inherited ones of the same name. With
+// limit_mb > 0 the program runs under that address-space limit (ulimit -v), through sh.
+inline CliResult RunProgram(const std::string& program, const std::vector<std::string>& args,
+                            const std::vector<std::string>& env = {}, int64_t limit_mb = 0) {
   namespace fs = std::filesystem;
   static int counter = 0;
   const fs::path dir = fs::temp_directory_path() / ("sparsetune-cli-" + std::to_string(getpid()) +
                                                     "-" + std::to_string(counter++));
   fs::create_directories(dir);
   const std::string out_path = (dir / "out").string(), err_path = (dir / "err").string();
-  std::vector<std::string> all = {SPARSETUNE_BINARY};
+  std::vector<std::string> all = {program};
   if (limit_mb > 0)
     all = {"/bin/sh", "-c",
-           "ulimit -v " + std::to_string(limit_mb * 1024) + " && exec \"$0\" \"$@\"",
-           SPARSETUNE_BINARY};
+           "ulimit -v " + std::to_string(limit_mb * 1024) + " && exec \"$0\" \"$@\"", program};
   all.insert(all.end(), args.begin(), args.end());
   CliResult result;
   result.exit_code = WaitForExit(StartProcess(all, out_path, err_path, env));
@@ -42,6 +41,12 @@ inline CliResult RunCli(const std::vector<std::string>& args,
   result.err = ReadText(err_path);
   fs::remove_all(dir);
   return result;
+}
+
+// Runs the real sparsetune binary of this build (see RunProgram).
+inline CliResult RunCli(const std::vector<std::string>& args,
+                        const std::vector<std::string>& env = {}, int64_t limit_mb = 0) {
+  return RunProgram(SPARSETUNE_BINARY, args, env, limit_mb);
 }
 
 // A file under a fresh temporary directory, removed with the object.

@@ -128,12 +128,14 @@ TEST_F(GeneratedKernels, FixedCsrSpmvIsADynamicParallelRowLoop) {
   EXPECT_TRUE(Lacks(source, "T0[q] = 0"));
   EXPECT_TRUE(Has(source, "T0[i0] = acc0;"));
 
-  // Baked: the chunk and thread count are constants of the text.
+  // Baked: the chunk is a constant of the text; the thread count is the caller's (an emitted
+  // kernel runs on the threads OpenMP gives the program).
   Schedule baked = csr;
   baked.threads = 2;
   const std::string constant = CompiledAndVerified(runner, baked, CodegenMode::kBaked);
   EXPECT_TRUE(Has(constant, "constexpr int chunk = 128;"));
-  EXPECT_TRUE(Has(constant, "const int nthreads = 2;"));
+  EXPECT_TRUE(Has(constant, "args->threads"));
+  EXPECT_TRUE(Lacks(constant, "const int nthreads = 2;"));
   EXPECT_TRUE(Has(constant, "#pragma omp for schedule(dynamic, chunk)"));
   EXPECT_TRUE(Lacks(constant, "args->chunk"));
 
@@ -328,9 +330,22 @@ TEST_F(GeneratedKernels, SddmmDotProductsUseVectorPartialSumsAndJamNonzeros) {
     s.transposed = {"C"};
     s.unroll = 4;
     source = CompiledAndVerified(kj, s);
-    EXPECT_TRUE(Has(source, "st_transpose((const value_t*)args->inputs[3], d2, d1, T3_copy"));
+    EXPECT_TRUE(Has(source, "st_transpose((const value_t*)args->inputs[3], d2, d1, d1, T3_copy"));
     EXPECT_TRUE(Has(source, "_mm256_unpacklo_ps"));
     EXPECT_TRUE(Has(source, "pj1 += 4"));
+    // Column segments outermost: the copy holds one segment's columns of C, transposed at
+    // the start of each segment and addressed from its first column.
+    Schedule segments = s;
+    segments.splits = {{"j", 16}};
+    segments.root.loops = {"j1", "i", "j0", "k"};
+    segments.format = {
+        {"j1", LevelKind::kDense}, {"i", LevelKind::kCompressed}, {"j0", LevelKind::kCompressed}};
+    source = CompiledAndVerified(kj, segments);
+    EXPECT_TRUE(Has(source, "sizeof(value_t) * s1 * d2);  // C, transposed a slice at a time"));
+    EXPECT_TRUE(Has(source,
+                    "st_transpose((const value_t*)args->inputs[3] + i1o * s1, d2, "
+                    "st_min(s1, d1 - i1o * s1), d1, T3_copy, nthreads);"));
+    EXPECT_TRUE(Has(source, "T3[(i1_u0 - i1o * s1) * d2 + i2]"));
     // Without the copy C is strided along k: OpenMP's simd reduction, no jam.
     s.transposed.clear();
     source = CompiledAndVerified(kj, s);
@@ -341,12 +356,13 @@ TEST_F(GeneratedKernels, SddmmDotProductsUseVectorPartialSumsAndJamNonzeros) {
 
 // Prefetch N: a compressed loop that gathers dense rows through its coordinate prefetches the
 // rows of the nonzero N positions ahead (SpMV's x element, SpMM's slice of B's row, SDDMM's
-// row of C), inside its segment only.
+// row of C), across segments when the coordinates are absolute (the next rows' first nonzeros),
+// inside its segment when they are relative to it.
 TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathers) {
   Schedule spmv = FixedCsrSchedule(KernelExpression("spmv"));
   spmv.prefetch = 16;
   std::string source = CompiledAndVerified(Runner("spmv", matrix_), spmv);
-  EXPECT_TRUE(Has(source, "if (p1 + 16 < hi_i1) {"));
+  EXPECT_TRUE(Has(source, "if (p1 + 16 < args->levels[1].positions) {"));
   EXPECT_TRUE(Has(source, "const int64_t i1 = (int64_t)L1_crd[p1 + 16];"));
   EXPECT_TRUE(Has(source, "__builtin_prefetch((const char*)&T2[i1] + b);"));
   const Schedule tiled = Parse({{"splits", {{"j", 16}}},
@@ -369,6 +385,12 @@ TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathe
   EXPECT_TRUE(Has(source, "L1_crd[pj1 + 5]"));
   EXPECT_TRUE(Has(source, "st_min(d2 * (int64_t)sizeof(value_t), 2048)"));
   EXPECT_TRUE(Has(source, "__builtin_prefetch((const char*)&T3[(i1) * d2 + i2] + b);"));
+  // Relative coordinates need their segment's base: the prefetch stays in the segment.
+  Schedule relative = FixedCsrSchedule(KernelExpression("spmv"));
+  relative.narrow_coordinates = true;
+  relative.prefetch = 4;
+  source = CompiledAndVerified(Runner("spmv", Band(40, 300000, 200, 14)), relative);
+  EXPECT_TRUE(Has(source, "if (p1 + 4 < hi_i1) {"));
   // B(i,k) does not depend on j: never prefetched.
   EXPECT_TRUE(Lacks(source, "&T2[(i0) * d2 + i2] + b"));
   // Out of range.

@@ -40,6 +40,35 @@ TEST(Transposed, SddmmAndSpmmVerify) {
   }
 }
 
+// Under column segments of A (the outermost loop), C(k,j)'s copy holds one segment's columns at
+// a time; segment widths that do not divide the columns leave a short last segment.
+TEST(Transposed, ASegmentAtATimeVerifies) {
+  Jit jit;
+  const CooTensor tensor = testing::RandomSparse({70, 70}, 900, 4);
+  const Expression e = KernelExpression("sddmm");
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    KernelRunner runner(e, tensor, ResolveIndexSizes(e, tensor.dims, {{"k", 37}}), dtype, jit);
+    for (int64_t width : {8, 16, 64}) {
+      for (int unroll : {1, 4}) {
+        Schedule s = Schedule::FromJson({{"splits", {{"j", width}}},
+                                         {"loop_order", {"j1", "i", "j0", "k"}},
+                                         {"format", {"j1:U", "i:C", "j0:C"}},
+                                         {"parallel", {{"index", "i"}, {"partition", "balanced"}}},
+                                         {"unroll", unroll},
+                                         {"transpose", {"C"}},
+                                         // Renumbered columns: the whole copy is permuted.
+                                         {"ordering", unroll == 4 ? "degree" : "none"}},
+                                        "test");
+        RunOptions options;
+        options.time = false;
+        const RunResult r = runner.Run(s, options);
+        EXPECT_TRUE(r.ok() && r.verified)
+            << DTypeName(dtype) << " width " << width << " unroll " << unroll << ": " << r.message;
+      }
+    }
+  }
+}
+
 TEST(Transposed, OnlyDenseInputsOfOrderTwo) {
   auto error_of = [](const std::string& kernel, const std::string& name) {
     const Expression e = KernelExpression(kernel);

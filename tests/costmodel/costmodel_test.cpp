@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -16,8 +17,8 @@
 #include "costmodel/metrics.hpp"
 #include "costmodel/model_files.hpp"
 #include "costmodel/training.hpp"
-#include "search/schedule_index.hpp"
 #include "io/read.hpp"
+#include "search/schedule_index.hpp"
 #include "support/test_data.hpp"
 
 namespace sparsetune {
@@ -48,6 +49,36 @@ TEST(CostModel, RankingMetrics) {
   EXPECT_DOUBLE_EQ(m.top1_regret, 4.0);
   EXPECT_DOUBLE_EQ(m.top10_regret, 1.0);  // all four are in the top 10
   EXPECT_DOUBLE_EQ(m.top10_within_10pct, 1.0);
+  // A random ranking of four: the first is any of them alike; its top 10 holds all four.
+  EXPECT_NEAR(m.random_top1_regret, std::pow(24.0, 0.25), 1e-12);
+  EXPECT_DOUBLE_EQ(m.random_top10_regret, 1.0);
+  EXPECT_DOUBLE_EQ(m.median_pool, 4);
+}
+
+TEST(CostModel, RandomRankingBaselineIsTheExactExpectationOverEveryTop10) {
+  // Twelve schedules: the baseline is the mean over all C(12, 10) = 66 equally likely top-10
+  // sets of a random ranking, which this enumerates.
+  const std::vector<double> times = {3.0, 1.0, 1.05, 7, 2, 9, 4, 1.2, 6, 8, 5, 1.5};
+  const double fixed = 6.5;
+  RankedMatrix r{times, std::vector<double>(times.size(), 0.0), fixed};
+  const RankingMetrics m = EvaluateRanking({r});
+  double log_regret = 0, within = 0, log_speedup = 0;
+  int sets = 0;
+  for (unsigned mask = 0; mask < (1u << 12); ++mask) {
+    if (__builtin_popcount(mask) != 10) continue;
+    double best = 1e9;
+    for (int i = 0; i < 12; ++i)
+      if (mask >> i & 1) best = std::min(best, times[i]);
+    log_regret += std::log(best / 1.0);
+    within += best <= 1.1;
+    log_speedup += std::log(fixed / best);
+    ++sets;
+  }
+  ASSERT_EQ(sets, 66);
+  EXPECT_NEAR(m.random_top10_regret, std::exp(log_regret / sets), 1e-12);
+  EXPECT_NEAR(m.random_top10_within_10pct, within / sets, 1e-12);
+  EXPECT_NEAR(m.random_oracle_speedup_captured, (log_speedup / sets) / std::log(fixed / 1.0),
+              1e-12);
 }
 
 // Collects a few real matrices, trains one epoch, then loads the model and scores with it.
@@ -70,10 +101,10 @@ class TrainedModel : public ::testing::Test {
     ASSERT_EQ(c.exit_code, 0) << c.err;
     const std::string validation = dir_->File("validation.txt", "matrices/rajat19.mtx\n");
     model_ = dir_->path() + "/model";
-    const auto t = testing::RunCli({"train", "--kernel", "spmv", "--db", db, "--out", model_,
-                                    "--epochs", "1", "--validation", validation, "--json"},
-                                   {"SPARSETUNE_SHARED_DATASETS=" +
-                                    std::string(SPARSETUNE_SHARED_DIR) + "/datasets"});
+    const auto t = testing::RunCli(
+        {"train", "--kernel", "spmv", "--db", db, "--out", model_, "--epochs", "1", "--validation",
+         validation, "--json"},
+        {"SPARSETUNE_SHARED_DATASETS=" + std::string(SPARSETUNE_SHARED_DIR) + "/datasets"});
     ASSERT_EQ(t.exit_code, 0) << t.err;
     metrics_ = new nlohmann::json(nlohmann::json::parse(t.out));
   }
@@ -150,8 +181,8 @@ TEST_F(TrainedModel, RefusesModelsThatDoNotFit) {
   std::ofstream(old + "/model.json") << manifest.dump();
   expect_refused(old, "spmv", "model.json");
   // Each file truncated, and each file missing.
-  for (const char* file : {kModelManifest, kModelWacoNet, kModelEmbedder, kModelHead,
-                           kModelSchedules}) {
+  for (const char* file :
+       {kModelManifest, kModelWacoNet, kModelEmbedder, kModelHead, kModelSchedules}) {
     const std::string cut = dir_->path() + "/cut-" + file;
     fs::copy(model_, cut);
     fs::resize_file(fs::path(cut) / file, fs::file_size(fs::path(cut) / file) / 2);
@@ -204,8 +235,8 @@ TEST_F(TrainedModel, SearchFindsTheExhaustiveTopK) {
 TEST_F(TrainedModel, TuneMeasuresTheModelsTopK) {
   const std::string matrix = testing::SharedPath("datasets/matrices/west0479.mtx");
   if (matrix.empty()) GTEST_SKIP() << "the shared datasets are not here";
-  const auto r = testing::RunCli({"tune", matrix, "--kernel", "spmv", "--model", model_,
-                                  "--top-k", "3", "--db", dir_->File("tune.db"), "--json"});
+  const auto r = testing::RunCli({"tune", matrix, "--kernel", "spmv", "--model", model_, "--top-k",
+                                  "3", "--db", dir_->File("tune.db"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json report = nlohmann::json::parse(r.out);
   int from_model = 0;

@@ -1,6 +1,8 @@
 // The packer an emitted kernel ships lays out every format byte for byte as the library's Pack:
 // each format is emitted, compiled the way a user builds it, given the entries shuffled, and its
-// operand compared with Pack's, level by level.
+// operand compared with Pack's, level by level; so are its values after update_values, an
+// ordered schedule's renumbering and the 32-bit coordinates of a pattern too wide for the tuned
+// ones.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include "ir/kernels.hpp"
 #include "ir/loop_nest.hpp"
 #include "measure/operands.hpp"
+#include "ordering/ordering.hpp"
 #include "support/test_data.hpp"
 #include "tensor/generate.hpp"
 #include "tensor/pack.hpp"
@@ -104,21 +107,36 @@ struct ShuffledEntries {
   std::vector<float> f32;
   std::vector<double> f64;
 
-  ShuffledEntries(const CooTensor& t, uint64_t seed) {
-    std::vector<int64_t> order(t.nnz());
+  std::vector<int64_t> order;  // the tensor's entry at each given position
+
+  ShuffledEntries(const CooTensor& t, uint64_t seed) : order(t.nnz()) {
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
     coords.assign(t.order(), std::vector<int32_t>(t.nnz()));
     for (int64_t r = 0; r < t.nnz(); ++r) {
       for (int m = 0; m < t.order(); ++m) coords[m][r] = t.coords[m][order[r]];
-      f32.push_back(static_cast<float>(t.values[order[r]]));
-      f64.push_back(t.values[order[r]]);
     }
     for (const auto& mode : coords) coord_pointers.push_back(mode.data());
+    SetValues(t);
+  }
+  // The values of `t` (the same entries), in the shuffled order.
+  void SetValues(const CooTensor& t) {
+    f32.clear();
+    f64.clear();
+    for (int64_t e : order) {
+      f32.push_back(static_cast<float>(t.values[e]));
+      f64.push_back(t.values[e]);
+    }
+  }
+  const void* values(DType dtype) const {
+    return dtype == DType::kF32 ? static_cast<const void*>(f32.data())
+                                : static_cast<const void*>(f64.data());
   }
 };
 
 using PackFn = void* (*)(const int64_t*, int64_t, const int32_t* const*, const void*);
+using UpdateFn = int (*)(void*, const void*);
+using WideFn = int (*)(const void*);
 using FreeFn = void (*)(void*);
 using ErrorFn = const char* (*)();
 using LevelsFn = int (*)(const void*);
@@ -129,30 +147,53 @@ bool SameBytes(const void* a, const void* b, int64_t bytes) {
   return bytes == 0 || std::memcmp(a, b, bytes) == 0;
 }
 
-// Packs `tensor` both ways and compares every array byte for byte.
+// The library's packing of `tensor` into `format`, renumbered first by the format's ordering
+// as tune packs it.
+PackOutcome LibraryPack(const CooTensor& tensor, const StorageFormat& format, DType dtype,
+                        bool narrow) {
+  PackOptions options;
+  options.padding_cap = 1e18;  // as the emitter packs the pattern
+  options.narrow_coordinates = narrow;
+  if (format.ordering == OrderingKind::kNone || !OrderingRefusal(tensor, format.ordering).empty())
+    return Pack(tensor, format, dtype, options);
+  return Pack(PermuteMatrix(tensor, ComputeOrdering(tensor, format.ordering)), format, dtype,
+              options);
+}
+
+// The emitted operand's values against the library's packing, byte for byte.
+void ExpectSameValues(const EmittedPacker& emitted, const void* operand, const PackedTensor& p,
+                      DType dtype, const std::string& label) {
+  auto values = reinterpret_cast<ValuesFn>(emitted.Symbol("probe_values"));
+  int64_t value_bytes = 0;
+  const void* emitted_values = values(operand, &value_bytes);
+  const int64_t expected_bytes = p.stored() * (dtype == DType::kF32 ? 4 : 8);
+  ASSERT_EQ(value_bytes, expected_bytes) << label << " values";
+  EXPECT_TRUE(SameBytes(emitted_values, p.values_data(), value_bytes)) << label << " values";
+}
+
+// Packs `tensor` both ways and compares every array byte for byte; then gives both other values
+// (the emitted operand through update_values) and compares the values again. `narrow`: the
+// library chooses narrow coordinates, as the emitted packer does for the pattern it was emitted
+// for (false: 32-bit ones, as it does for a pattern too wide for them).
 void ExpectSamePacking(const EmittedPacker& emitted, const CooTensor& tensor,
                        const StorageFormat& format, DType dtype, bool narrow,
                        const std::string& label, std::set<std::string>* encodings_seen) {
   auto pack = reinterpret_cast<PackFn>(emitted.Symbol(emitted.Prefixed("_pack_coo")));
+  auto update = reinterpret_cast<UpdateFn>(emitted.Symbol(emitted.Prefixed("_update_values")));
   auto release = reinterpret_cast<FreeFn>(emitted.Symbol(emitted.Prefixed("_free")));
   auto last_error = reinterpret_cast<ErrorFn>(emitted.Symbol(emitted.Prefixed("_last_error")));
   auto levels = reinterpret_cast<LevelsFn>(emitted.Symbol("probe_levels"));
   auto level = reinterpret_cast<LevelFn>(emitted.Symbol("probe_level"));
-  auto values = reinterpret_cast<ValuesFn>(emitted.Symbol("probe_values"));
-  ASSERT_TRUE(pack && release && last_error && levels && level && values) << label;
+  ASSERT_TRUE(pack && update && release && last_error && levels && level) << label;
 
-  PackOptions options;
-  options.padding_cap = 1e18;  // as the emitter packs the pattern
-  options.narrow_coordinates = narrow;
-  const PackOutcome library = Pack(tensor, format, dtype, options);
+  const PackOutcome library = LibraryPack(tensor, format, dtype, narrow);
   ASSERT_TRUE(library.packed) << label << ": " << library.refusal;
   const PackedTensor& p = *library.packed;
 
-  const ShuffledEntries entries(tensor, 7);
-  const void* given = dtype == DType::kF32 ? static_cast<const void*>(entries.f32.data())
-                                           : static_cast<const void*>(entries.f64.data());
+  ShuffledEntries entries(tensor, 7);
   std::unique_ptr<void, FreeFn> operand(
-      pack(tensor.dims.data(), tensor.nnz(), entries.coord_pointers.data(), given), release);
+      pack(tensor.dims.data(), tensor.nnz(), entries.coord_pointers.data(), entries.values(dtype)),
+      release);
   ASSERT_TRUE(operand) << label << ": " << last_error();
 
   ASSERT_EQ(levels(operand.get()), static_cast<int>(p.levels.size())) << label;
@@ -176,11 +217,16 @@ void ExpectSamePacking(const EmittedPacker& emitted, const CooTensor& tensor,
     ASSERT_EQ(bytes[2], static_cast<int64_t>(mine.base.size() * 4)) << where << " base";
     EXPECT_TRUE(SameBytes(arrays[2], mine.base.data(), bytes[2])) << where << " base";
   }
-  int64_t value_bytes = 0;
-  const void* emitted_values = values(operand.get(), &value_bytes);
-  const int64_t expected_bytes = p.stored() * (dtype == DType::kF32 ? 4 : 8);
-  ASSERT_EQ(value_bytes, expected_bytes) << label << " values";
-  EXPECT_TRUE(SameBytes(emitted_values, p.values_data(), value_bytes)) << label << " values";
+  ExpectSameValues(emitted, operand.get(), p, dtype, label);
+
+  // New values for the same entries: the packing stays, the values land where Pack puts them.
+  CooTensor updated = tensor;
+  for (int64_t e = 0; e < updated.nnz(); ++e) updated.values[e] = 3.0 - 0.5 * tensor.values[e];
+  const PackOutcome repacked = LibraryPack(updated, format, dtype, narrow);
+  ASSERT_TRUE(repacked.packed) << label << ": " << repacked.refusal;
+  entries.SetValues(updated);
+  ASSERT_EQ(update(operand.get(), entries.values(dtype)), 0) << label << ": " << last_error();
+  ExpectSameValues(emitted, operand.get(), *repacked.packed, dtype, label + " after update");
 }
 
 struct Case {
@@ -209,9 +255,9 @@ nlohmann::json MatrixSchedule(std::vector<std::string> format, std::vector<std::
           {"narrow_coordinates", narrow}};
 }
 
-// Every level kind (U, C, S with its lanes, G groups), blocks, coordinates of every width
-// (8, 16 and 32 bits, absolute and relative to a base), a level order against the modes' and an
-// ordered schedule (packed, like Pack, in the given order).
+// Every level kind (U, C, S with its lanes, G groups, Q singletons), blocks, coordinates of
+// every width (8, 16 and 32 bits, absolute and relative to a base), a level order against the
+// modes' and ordered schedules (renumbered by the packer as tune renumbers).
 std::vector<Case> Cases() {
   auto small = [] { return testing::RandomSparse({45, 300}, 900, 11); };
   auto wide = [] { return testing::RandomSparse({40, 70000}, 1200, 12); };
@@ -251,14 +297,27 @@ std::vector<Case> Cases() {
       {"sell-base", "spmv", MatrixSchedule({"i1:U", "k:S", "i0:U"}, {"i1", "k", "i0"}, {{"i", 4}}),
        banded},
       {"groupcoo", "spmv", MatrixSchedule({"i:U", "k:G4"}, {"i", "k"}), small},
+      {"coo-blocks", "spmv",
+       MatrixSchedule({"i1:U", "k1:C", "k0:C", "i0:Q"}, {"i1", "k1", "k0", "i0"},
+                      {{"i", 16}, {"k", 512}}),
+       wide},
       {"blockgroupcoo", "spmv",
        MatrixSchedule({"i1:U", "k1:G2", "i0:U", "k0:U"}, {"i1", "k1", "i0", "k0"},
                       {{"i", 4}, {"k", 4}}),
        small},
-      {"ordered", "spmv",
+      {"ordered-rcm", "spmv",
        [] {
          nlohmann::json s = MatrixSchedule({"i:U", "k:C"}, {"i", "k"});
          s["ordering"] = "rcm";
+         return s;
+       }(),
+       [] {
+         return testing::RandomSparse({300, 300}, 2000, 14);
+       }},
+      {"ordered-degree", "spmv",
+       [] {
+         nlohmann::json s = MatrixSchedule({"i1:U", "k:S", "i0:U"}, {"i1", "k", "i0"}, {{"i", 8}});
+         s["ordering"] = "degree";
          return s;
        }(),
        small},
@@ -302,9 +361,10 @@ TEST(PackerEquivalence, EmittedPackerMatchesPackByteForByte) {
   EXPECT_EQ(encodings_seen, (std::set<std::string>{"u8", "u16", "u8+base", "u16+base", "i32"}));
 }
 
-// The emitted packer refuses what Pack never sees: entries out of range, duplicates, and
-// another pattern whose coordinates do not fit the widths the kernel was tuned with.
-TEST(PackerEquivalence, EmittedPackerRefusesWhatItCannotPack) {
+// The emitted packer refuses what Pack never sees: entries out of range and duplicates. Another
+// pattern whose coordinates do not fit the widths the kernel was tuned with is packed with
+// 32-bit ones, as Pack packs without narrow coordinates.
+TEST(PackerEquivalence, EmittedPackerRefusesBadEntriesAndWidensCoordinates) {
   const CooTensor narrow = testing::RandomSparse({40, 200}, 500, 21);
   const Expression e = KernelExpression("spmv");
   const IndexSizes sizes = ResolveIndexSizes(e, narrow.dims, {});
@@ -313,19 +373,37 @@ TEST(PackerEquivalence, EmittedPackerRefusesWhatItCannotPack) {
   ASSERT_TRUE(emitted.loaded()) << emitted.compiler_output();
   auto pack = reinterpret_cast<PackFn>(emitted.Symbol(emitted.Prefixed("_pack_coo")));
   auto last_error = reinterpret_cast<ErrorFn>(emitted.Symbol(emitted.Prefixed("_last_error")));
-  ASSERT_TRUE(pack && last_error);
+  auto release = reinterpret_cast<FreeFn>(emitted.Symbol(emitted.Prefixed("_free")));
+  ASSERT_TRUE(pack && last_error && release);
   auto refusal = [&](const std::vector<int64_t>& dims, std::vector<int32_t> rows,
                      std::vector<int32_t> cols) -> std::string {
     const int32_t* coords[2] = {rows.data(), cols.data()};
     const std::vector<double> values(rows.size(), 1.0);
     void* operand = pack(dims.data(), static_cast<int64_t>(rows.size()), coords, values.data());
     EXPECT_EQ(operand, nullptr);
+    if (operand) release(operand);
     return operand ? std::string() : last_error();
   };
   EXPECT_NE(refusal({4, 4}, {0, 5}, {1, 1}).find("outside [0, 4)"), std::string::npos);
   EXPECT_NE(refusal({4, 4}, {1, 0, 1}, {2, 0, 2}).find("duplicate coordinates"), std::string::npos);
-  EXPECT_NE(refusal({4, 70000}, {0, 1}, {3, 69999}).find("does not fit the 8-bit coordinates"),
-            std::string::npos);
+  EXPECT_NE(refusal({-1, 4}, {}, {}).find("dimensions are from 0 to 2^31"), std::string::npos);
+
+  std::set<std::string> encodings_seen;
+  const CooTensor wide = testing::RandomSparse({40, 70000}, 1200, 12);
+  LowerOutcome lowered = Lower(e, csr);
+  ASSERT_TRUE(lowered.nest) << lowered.error;
+  ExpectSamePacking(emitted, wide, lowered.nest->storage, DType::kF64, /*narrow=*/false, "widened",
+                    &encodings_seen);
+  EXPECT_EQ(encodings_seen, (std::set<std::string>{"i32"}));
+  auto is_wide = reinterpret_cast<WideFn>(emitted.Symbol(emitted.Prefixed("_wide_coordinates")));
+  ASSERT_TRUE(is_wide);
+  for (const CooTensor* t : {&narrow, &wide}) {
+    std::vector<const int32_t*> coords = {t->coords[0].data(), t->coords[1].data()};
+    std::unique_ptr<void, FreeFn> operand(
+        pack(t->dims.data(), t->nnz(), coords.data(), t->values.data()), release);
+    ASSERT_TRUE(operand) << last_error();
+    EXPECT_EQ(is_wide(operand.get()), t == &wide ? 1 : 0);
+  }
 }
 
 }  // namespace

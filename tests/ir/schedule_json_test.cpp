@@ -167,7 +167,7 @@ TEST(ScheduleJson, MalformedSchedulesAreRefusedNamingTheField) {
       {with("format", {"i:U", 3}), "\"format\" entries are strings such as \"k:C\""},
       {with("format", {"i:U", "k"}), "format level \"k\" is not VAR:U or VAR:C"},
       {with("format", {"i:U", ":C"}), "format level \":C\" is not VAR:U or VAR:C"},
-      {with("format", {"i:U", "k:D"}), "level format \"D\" is not U, C, S or G<size>"},
+      {with("format", {"i:U", "k:D"}), "level format \"D\" is not U, C, S, Q or G<size>"},
       {with("parallel", 3), "\"parallel\" must be null, a loop variable, or"},
       {with("parallel", {{"chunk", 4}}), "\"parallel\" must be null, a loop variable, or"},
       {with("parallel", {{"index", "i"}, {"chunk", 0}}),

@@ -1,6 +1,7 @@
 // Orderings are permutations of the right kind, reproducible, and do what each promises on a
 // pattern built to show it: RCM narrows a scrambled band, degree puts hubs first, partitions and
-// communities gather planted groups.
+// communities gather planted groups. What emitted kernels compute (pattern_ordering.hpp from
+// entries in any order, libsparsetune_orderings from the graph) is the same permutation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +10,13 @@
 
 #include "base/errors.hpp"
 #include "ordering/ordering.hpp"
+#include "ordering/pattern_ordering.hpp"
 #include "support/test_data.hpp"
+
+// libsparsetune_orderings' C function, as an emitted kernel calls it.
+extern "C" int sparsetune_order_graph(int kind, int64_t n, const int32_t* start,
+                                      const int32_t* neighbours, int32_t* new_of_old, char* error,
+                                      int64_t error_size);
 
 namespace sparsetune {
 namespace {
@@ -147,6 +154,46 @@ TEST(Ordering, RefusesTensorsAndRectangularSymmetricOrderings) {
   EXPECT_NE(OrderingRefusal(wide, OrderingKind::kRcm).find("square"), std::string::npos);
   EXPECT_THROW(ComputeOrdering(wide, OrderingKind::kPartition), InputError);
   EXPECT_TRUE(ComputeOrdering(wide, OrderingKind::kNone).identity());
+}
+
+// An emitted kernel gets the permutation tune got: it orders entries given in any order with the
+// code it carries, and the graph of A + A^T through libsparsetune_orderings.
+TEST(Ordering, EmittedKernelsComputeTheLibrarysPermutation) {
+  const CooTensor t = testing::RandomSparse({5000, 5000}, 25000, 17);
+  std::vector<int64_t> shuffled(t.nnz());
+  std::iota(shuffled.begin(), shuffled.end(), 0);
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(3));
+  std::vector<int32_t> rows, cols;
+  for (int64_t e : shuffled) {
+    rows.push_back(t.coords[0][e]);
+    cols.push_back(t.coords[1][e]);
+  }
+  auto order_graph = [](int kind, const pattern_ordering::Adjacency& g,
+                        std::vector<int32_t>* new_of_old, std::string* refusal) {
+    new_of_old->resize(g.n);
+    char error[256] = "";
+    const int status = sparsetune_order_graph(kind, g.n, g.start.data(), g.neighbours.data(),
+                                              new_of_old->data(), error, sizeof error);
+    *refusal = error;
+    return status == 0;
+  };
+  for (OrderingKind kind : AllOrderings()) {
+    SCOPED_TRACE(OrderingName(kind));
+    std::vector<int32_t> new_rows, new_cols;
+    std::string refusal;
+    ASSERT_TRUE(pattern_ordering::OrderMatrix(static_cast<int>(kind), 5000, 5000, t.nnz(),
+                                              rows.data(), cols.data(), order_graph, &new_rows,
+                                              &new_cols, &refusal))
+        << refusal;
+    const MatrixOrdering library = ComputeOrdering(t, kind);
+    EXPECT_EQ(new_rows, library.rows);
+    EXPECT_EQ(new_cols, library.cols);
+  }
+  char error[256] = "";
+  const int32_t start[] = {0};
+  EXPECT_EQ(sparsetune_order_graph(1, 0, start, nullptr, nullptr, error, sizeof error), -1);
+  EXPECT_NE(std::string(error).find("neither partition (3) nor community (4)"), std::string::npos)
+      << error;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // examples/cmake as a user builds it: configuring stops with the tune command while the
 // database has no winner; after a tune it emits, builds and links the kernel, and the program
-// agrees with a plain CSR loop.
+// agrees with a plain CSR loop and times itself against it.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -21,7 +21,8 @@ const std::string kExample = std::string(SPARSETUNE_SOURCE_DIR) + "/datasets/exa
 const std::string kProject = std::string(SPARSETUNE_SOURCE_DIR) + "/examples/cmake";
 
 CommandResult Configure(const TempDir& dir, const std::string& build, const std::string& db) {
-  return RunCommand({"cmake", "-S", kProject, "-B", build, "-DSPARSETUNE=" SPARSETUNE_BINARY,
+  // The build tree's package (sparsetuneConfig.cmake), as an installed one would be found.
+  return RunCommand({"cmake", "-S", kProject, "-B", build, "-Dsparsetune_DIR=" SPARSETUNE_BUILD_DIR,
                      "-DSPARSETUNE_DB=" + db, "-DMATRIX=" + kExample},
                     dir.File("configure.log"));
 }
@@ -33,8 +34,9 @@ TEST(CMakeExample, BuildsTheTunedKernelAndMatchesCsr) {
   // Nothing stored yet: configuring fails and tells the user what to run.
   const auto miss = Configure(dir, dir.path() + "/miss", db);
   EXPECT_NE(miss.exit_code, 0) << miss.output;
-  EXPECT_NE(miss.output.find("sparsetune tune"), std::string::npos) << miss.output;
-  EXPECT_NE(miss.output.find("--kernel spmv"), std::string::npos) << miss.output;
+  EXPECT_NE(miss.output.find("sparsetune tune " + kExample + " --kernel spmv --db " + db),
+            std::string::npos)
+      << miss.output;
 
   const auto tune = RunCli(
       {"tune", kExample, "--kernel", "spmv", "--db", db, "--samples", "2", "--no-model", "--json"});
@@ -56,6 +58,11 @@ TEST(CMakeExample, BuildsTheTunedKernelAndMatchesCsr) {
   const double error = std::stod(match[1]);
   EXPECT_LT(error, 1e-4) << run.output;
   EXPECT_NE(run.output.find("138187 nonzeros"), std::string::npos) << run.output;
+  // It times the tuned kernel against its own plain CSR loop and prints the ratio.
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("plain CSR loop [0-9.]+ us"))) << run.output;
+  EXPECT_TRUE(
+      std::regex_search(run.output, std::regex("speedup over the plain CSR loop: [0-9.]+x")))
+      << run.output;
 }
 
 }  // namespace

@@ -1,0 +1,203 @@
+// Orderings of a matrix computed from its pattern, shared by the library (ComputeOrdering,
+// ordering.cpp) and every emitted kernel whose schedule renumbers rows and columns, whose source
+// carries this file verbatim: a kernel renumbers a user's matrix exactly as tune did the one it
+// was tuned on.
+//
+// Self-contained on purpose: C++17 and its standard library, no other include. Reverse
+// Cuthill-McKee and the degree ordering are computed here; the orderings that need METIS or
+// igraph (partition, community) are passed in as a function of the graph of A + A^T.
+#ifndef SPARSETUNE_ORDERING_PATTERN_ORDERING_HPP
+#define SPARSETUNE_ORDERING_PATTERN_ORDERING_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sparsetune {
+namespace pattern_ordering {
+// Internal linkage, as the packer's: each emitted kernel carries its own copy.
+namespace {
+
+// Numbered as the library's OrderingKind.
+constexpr int kNoOrdering = 0;
+constexpr int kRcmOrdering = 1;
+constexpr int kDegreeOrdering = 2;
+constexpr int kPartitionOrdering = 3;
+constexpr int kCommunityOrdering = 4;
+
+// The pattern of A + A^T without the diagonal, as CSR adjacency (each neighbour once, sorted).
+struct Adjacency {
+  int64_t n = 0;
+  std::vector<int32_t> start;  // n + 1
+  std::vector<int32_t> neighbours;
+};
+
+// Of an n x n pattern given as nnz (row, column) pairs in any order. False, saying why in
+// *refusal, when A + A^T has more off-diagonal entries than 32-bit offsets address.
+inline bool Symmetrized(int64_t n, int64_t nnz, const int32_t* r, const int32_t* c, Adjacency* g,
+                        std::string* refusal) {
+  g->n = n;
+  std::vector<int64_t> count(n + 1, 0);
+  for (int64_t e = 0; e < nnz; ++e) {
+    if (r[e] == c[e]) continue;
+    ++count[r[e] + 1];
+    ++count[c[e] + 1];
+  }
+  for (int64_t v = 0; v < n; ++v) count[v + 1] += count[v];
+  if (count[n] > INT32_MAX) {
+    *refusal =
+        "the matrix has more than 2^31 off-diagonal entries in A + A^T; orderings take up to "
+        "2^31";
+    return false;
+  }
+  std::vector<int32_t> both(static_cast<size_t>(count[n]));
+  std::vector<int64_t> fill(count.begin(), count.end() - 1);
+  for (int64_t e = 0; e < nnz; ++e) {
+    if (r[e] == c[e]) continue;
+    both[fill[r[e]]++] = c[e];
+    both[fill[c[e]]++] = r[e];
+  }
+  // Sort and deduplicate each vertex's neighbours (an entry and its transpose give one edge).
+  g->start.assign(n + 1, 0);
+  int64_t out = 0;
+  for (int64_t v = 0; v < n; ++v) {
+    auto begin = both.begin() + count[v], end = both.begin() + count[v + 1];
+    std::sort(begin, end);
+    end = std::unique(begin, end);
+    for (auto it = begin; it != end; ++it) both[out++] = *it;
+    g->start[v + 1] = static_cast<int32_t>(out);
+  }
+  both.resize(out);
+  g->neighbours = std::move(both);
+  return true;
+}
+
+// new_of_old from old_of_new, or the other way round.
+inline std::vector<int32_t> Inverse(const std::vector<int32_t>& p) {
+  std::vector<int32_t> inverse(p.size());
+  for (size_t k = 0; k < p.size(); ++k) inverse[p[k]] = static_cast<int32_t>(k);
+  return inverse;
+}
+
+// Breadth-first levels from `root` over the unvisited vertices, neighbours by increasing
+// degree (Cuthill-McKee); appends them to `order`. Returns the last vertex reached, and the
+// number of levels in `*depth`.
+inline int32_t CuthillMcKeeSweep(const Adjacency& g, int32_t root, std::vector<uint8_t>& visited,
+                                 std::vector<int32_t>& order, int* depth) {
+  const size_t first = order.size();
+  order.push_back(root);
+  visited[root] = 1;
+  std::vector<int32_t> next;
+  size_t head = first, level_end = first + 1;
+  *depth = 1;
+  while (head < order.size()) {
+    const int32_t v = order[head++];
+    next.clear();
+    for (int32_t q = g.start[v]; q < g.start[v + 1]; ++q) {
+      const int32_t w = g.neighbours[q];
+      if (!visited[w]) {
+        visited[w] = 1;
+        next.push_back(w);
+      }
+    }
+    std::sort(next.begin(), next.end(), [&](int32_t a, int32_t b) {
+      const int32_t da = g.start[a + 1] - g.start[a], db = g.start[b + 1] - g.start[b];
+      return da != db ? da < db : a < b;
+    });
+    order.insert(order.end(), next.begin(), next.end());
+    if (head == level_end && head < order.size()) {
+      level_end = order.size();
+      ++*depth;
+    }
+  }
+  return order.back();
+}
+
+// Reverse Cuthill-McKee (new_of_old), each component started from a pseudo-peripheral vertex
+// (the far end of repeated sweeps while they deepen, as George and Liu suggest). Written here
+// because Boost Graph's cuthill_mckee_ordering clears the colour of every vertex for every
+// component (quadratic in the number of components: minutes on a graph with many small ones).
+inline std::vector<int32_t> ReverseCuthillMcKee(const Adjacency& g) {
+  std::vector<uint8_t> visited(g.n, 0), probe(g.n, 0);
+  std::vector<int32_t> order, trial;
+  order.reserve(g.n);
+  for (int64_t v = 0; v < g.n; ++v) {
+    if (visited[v]) continue;
+    // Find a pseudo-peripheral root on this component: a few sweeps, each from the last vertex
+    // the previous one reached, while the number of levels grows.
+    int32_t root = static_cast<int32_t>(v);
+    int depth = 0;
+    for (int round = 0; round < 4; ++round) {
+      trial.clear();
+      int d = 0;
+      const int32_t far = CuthillMcKeeSweep(g, root, probe, trial, &d);
+      for (int32_t w : trial) probe[w] = 0;
+      if (round > 0 && d <= depth) break;
+      depth = d;
+      root = far;
+    }
+    CuthillMcKeeSweep(g, root, visited, order, &depth);
+  }
+  std::reverse(order.begin(), order.end());
+  return Inverse(order);
+}
+
+// Rows by decreasing degree, ties in their original order (new_of_old): a counting sort.
+inline std::vector<int32_t> ByDecreasingDegree(const std::vector<int64_t>& degree) {
+  int64_t max_degree = 0;
+  for (int64_t d : degree) max_degree = std::max(max_degree, d);
+  std::vector<int64_t> first(max_degree + 2, 0);  // first new index per degree, highest first
+  for (int64_t d : degree) ++first[max_degree - d + 1];
+  for (int64_t k = 0; k <= max_degree; ++k) first[k + 1] += first[k];
+  std::vector<int32_t> new_of_old(degree.size());
+  for (size_t v = 0; v < degree.size(); ++v)
+    new_of_old[v] = static_cast<int32_t>(first[max_degree - degree[v]]++);
+  return new_of_old;
+}
+
+// Whether `kind` applies to a rows x cols matrix: the symmetric orderings need a square one;
+// a rectangular one takes the row-only degree ordering.
+inline bool Applies(int kind, int64_t rows, int64_t cols) {
+  return kind == kNoOrdering || kind == kDegreeOrdering || rows == cols;
+}
+
+// The ordering `kind` of a rows x cols pattern given as nnz (row, column) pairs in any order:
+// new_of_old of the rows, and of the columns (the same permutation: a symmetric one, computed
+// on A + A^T) when the matrix is square; empty for what is not renumbered. `order_graph(kind,
+// g, &new_of_old, refusal)` orders the graph of A + A^T for the kinds computed elsewhere
+// (partition, community). Deterministic: the same pattern gives the same permutation. False,
+// saying why in *refusal, when the graph cannot be ordered; `kind` must apply (Applies).
+template <class OrderGraph>
+bool OrderMatrix(int kind, int64_t rows, int64_t cols, int64_t nnz, const int32_t* r,
+                 const int32_t* c, OrderGraph order_graph, std::vector<int32_t>* new_rows,
+                 std::vector<int32_t>* new_cols, std::string* refusal) {
+  new_rows->clear();
+  new_cols->clear();
+  if (kind == kNoOrdering) return true;
+  const bool square = rows == cols;
+  if (kind == kDegreeOrdering) {
+    std::vector<int64_t> degree(rows, 0);
+    for (int64_t e = 0; e < nnz; ++e) {
+      ++degree[r[e]];
+      if (square) ++degree[c[e]];
+    }
+    *new_rows = ByDecreasingDegree(degree);
+  } else {
+    Adjacency g;
+    if (!Symmetrized(rows, nnz, r, c, &g, refusal)) return false;
+    if (kind == kRcmOrdering) {
+      *new_rows = ReverseCuthillMcKee(g);
+    } else if (!order_graph(kind, g, new_rows, refusal)) {
+      return false;
+    }
+  }
+  if (square) *new_cols = *new_rows;
+  return true;
+}
+
+}  // namespace
+}  // namespace pattern_ordering
+}  // namespace sparsetune
+
+#endif  // SPARSETUNE_ORDERING_PATTERN_ORDERING_HPP

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# What the cost model buys, end to end: per matrix and kernel, three tunes into three databases,
+# then their winners timed side by side in one `sparsetune bench --no-libraries` run.
+#   model     `tune` as shipped: the rule candidates (FixedCSR, library rules, Scorch, GroupCOO)
+#             and the model's top K (--top-k K --samples 0)
+#   no-model  `tune --no-model --samples K`: the same rules and K random SuperSchedules
+#   oracle    `tune --top-k 50 --samples 100`: the rules, 100 random ones and the model's top 50
+# Orderings are left out of all three (--orderings none): they are tried on top of whichever
+# schedule wins and would hide the difference. Matrices whose pattern is in the training export
+# of the kernel (datasets/measurements/<kernel>.jsonl.gz, by fingerprint) are skipped: the model
+# must not have seen them.
+#
+# Usage: scripts/ablation.sh [--kernels "spmv spmm sddmm"] [--top-k K] [--out DIR] FILE...
+# Writes DIR/ablation.csv (matrix, kernel, nnz, measured candidates and bench time of each
+# tune, FixedCSR's time) and prints per kernel: the share of the oracle's speed each reaches
+# (geomean, and how many reach 95%), and, on matrices where the oracle is over 10% faster than
+# FixedCSR, the model's winner against the no-model one.
+# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune). Measure on
+# a quiet machine: tune refuses to store times taken while other processes hold the cores.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+kernels="spmv spmm sddmm"
+top_k=10
+out=$root/bench-results/ablation
+files=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --kernels) kernels=$2; shift 2 ;;
+    --top-k) top_k=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "ablation.sh: unknown option $1" >&2; exit 2 ;;
+    *) files+=("$1"); shift ;;
+  esac
+done
+[ ${#files[@]} -gt 0 ] || { echo "ablation.sh: give matrix files" >&2; exit 2; }
+if [ -n "${SPARSETUNE_BIN:-}" ]; then read -ra bin <<< "$SPARSETUNE_BIN"; else bin=(bash "$root/scripts/sparsetune"); fi
+mkdir -p "$out"
+csv=$out/ablation.csv
+[ -f "$csv" ] || echo "matrix,kernel,nnz,fixed_csr_ms,model_n,model_ms,no_model_n,no_model_ms,oracle_n,oracle_ms" > "$csv"
+
+for kernel in $kernels; do
+  seen=$out/seen-$kernel.txt
+  zcat "$root/datasets/measurements/$kernel.jsonl.gz" 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    if d.get("t") == "matrix": print(d["fingerprint"])' > "$seen"
+  for file in "${files[@]}"; do
+    name=$(basename "$file"); name=${name%.*}
+    grep -q "^$name,$kernel," "$csv" && continue  # resumable
+    info=$("${bin[@]}" info "$file" --json)
+    fingerprint=$(jq -r .fingerprint <<< "$info")
+    nnz=$(jq -r .nnz <<< "$info")
+    if grep -qx "$fingerprint" "$seen"; then
+      echo "ablation.sh: $name ($kernel) is in the training data: skipped" >&2
+      continue
+    fi
+    schedules=()
+    counts=()
+    for run in model no_model oracle; do
+      case $run in
+        model) args=(--top-k "$top_k" --samples 0) ;;
+        no_model) args=(--no-model --samples "$top_k") ;;
+        oracle) args=(--top-k 50 --samples 100) ;;
+      esac
+      "${bin[@]}" tune "$file" --kernel "$kernel" --db "$out/$run-$kernel.db" --orderings none \
+        --force "${args[@]}" --json > "$out/$name-$kernel-$run.json" 2> "$out/$name-$kernel-$run.err" || {
+        echo "ablation.sh: tune ($run) failed on $name ($kernel): $(tail -1 "$out/$name-$kernel-$run.err")" >&2
+        continue 2; }
+      jq '.winner.schedule' "$out/$name-$kernel-$run.json" > "$out/$name-$kernel-$run.schedule.json"
+      schedules+=(--schedule "$out/$name-$kernel-$run.schedule.json")
+      counts+=("$(jq '[.candidates[] | select(.status == "ok")] | length' "$out/$name-$kernel-$run.json")")
+    done
+    "${bin[@]}" bench "$file" --kernel "$kernel" --no-libraries --db "$out/model-$kernel.db" \
+      "${schedules[@]}" --json > "$out/$name-$kernel-bench.json" 2> "$out/$name-$kernel-bench.err" || {
+      echo "ablation.sh: bench failed on $name ($kernel)" >&2; continue; }
+    python3 - "$out/$name-$kernel-bench.json" "$name" "$kernel" "$nnz" "$out/$name-$kernel" "${counts[@]}" >> "$csv" <<'PY'
+import json, sys
+bench, name, kernel, nnz, stem, counts = *sys.argv[1:6], sys.argv[6:]
+# bench names a given schedule by its file.
+times = {r["name"]: r["time_ms"] for r in json.load(open(bench))["results"] if r.get("verified")}
+row = [name, kernel, nnz, "%.6f" % times["fixed_csr"]]
+for run, n in zip(("model", "no_model", "oracle"), counts):
+    row += [n, "%.6f" % times[f"{stem}-{run}.schedule.json"]]
+print(",".join(map(str, row)))
+PY
+    echo "ablation.sh: $name ($kernel) done" >&2
+  done
+done
+
+python3 - "$csv" <<'PY'
+import csv, math, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def gm(v): return math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
+for kernel in sorted({r["kernel"] for r in rows}):
+    k = [r for r in rows if r["kernel"] == kernel and r["oracle_ms"]]
+    if not k: continue
+    best = lambda r: min(float(r["model_ms"]), float(r["no_model_ms"]), float(r["oracle_ms"]))
+    share = {run: [best(r) / float(r[run + "_ms"]) for r in k] for run in ("model", "no_model", "oracle")}
+    budget = {run: gm([float(r[run + "_n"]) for r in k]) for run in ("model", "no_model", "oracle")}
+    print(f"{kernel}: {len(k)} unseen matrices")
+    for run in ("model", "no_model", "oracle"):
+        s = share[run]
+        print(f"  {run:9s} reaches {gm(s):.3f} of the best (geomean); >= 95% on {sum(x >= 0.95 for x in s)} "
+              f"of {len(s)}; {budget[run]:.0f} candidates measured (geomean)")
+    gain = [r for r in k if float(r["fixed_csr_ms"]) / best(r) > 1.1]
+    if gain:
+        v = [float(r["no_model_ms"]) / float(r["model_ms"]) for r in gain]
+        print(f"  where the best beats FixedCSR by over 10% ({len(gain)}): model over no-model {gm(v):.3f}x geomean")
+PY

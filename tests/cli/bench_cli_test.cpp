@@ -1,0 +1,134 @@
+// `sparsetune bench` as a user reads it: the stored winner runs with the thread count it was
+// tuned with unless --threads says otherwise (and then the output says so), --csv starts with
+// its header, and the human table reads in adaptive time units.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+
+namespace sparsetune {
+namespace {
+
+using testing::CliResult;
+using testing::RunCli;
+using testing::TempDir;
+
+const std::string kExample = std::string(SPARSETUNE_SOURCE_DIR) + "/datasets/examples/cavity24.mtx";
+
+// Tunes the example into `db` quickly and makes the stored winner name `threads` threads, as
+// a winner tuned with that many would.
+void StoreWinnerWithThreads(const std::string& db, int threads) {
+  const CliResult tune = RunCli({"tune", kExample, "--kernel", "spmv", "--db", db, "--no-model",
+                                 "--samples", "0", "--orderings", "none", "--json"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+  const std::string sql =
+      "UPDATE schedules SET canonical_json = json_set(canonical_json, '$.parallel.threads', " +
+      std::to_string(threads) + ") WHERE id IN (SELECT schedule_id FROM winners)";
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(handle, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error ? error : "");
+  sqlite3_free(error);
+  EXPECT_EQ(sqlite3_changes(handle), 1);
+  sqlite3_close(handle);
+}
+
+const nlohmann::json& Result(const nlohmann::json& bench, const std::string& name) {
+  for (const auto& r : bench["results"])
+    if (r["name"] == name) return r;
+  static const nlohmann::json none;
+  ADD_FAILURE() << "no contender " << name;
+  return none;
+}
+
+TEST(BenchOutput, TheStoredWinnerRunsWithItsOwnThreadCount) {
+  TempDir dir;
+  const std::string db = dir.File("t.db");
+  StoreWinnerWithThreads(db, 2);
+  const std::vector<std::string> bench = {"bench", kExample,   "--kernel", "spmv",          "--db",
+                                          db,      "--min-ms", "1",        "--no-libraries"};
+
+  std::vector<std::string> as_stored = bench;
+  as_stored.push_back("--json");
+  CliResult r = RunCli(as_stored);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(Result(out, "tuned")["threads"], 2);
+  EXPECT_EQ(Result(out, "tuned")["stored_threads"], 2);
+  // The others run on the bench's threads and name none.
+  EXPECT_FALSE(Result(out, "fixed_csr").contains("stored_threads"));
+
+  std::vector<std::string> overridden = bench;
+  overridden.insert(overridden.end(), {"--threads", "1", "--json"});
+  r = RunCli(overridden);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(Result(out, "tuned")["threads"], 1);
+  EXPECT_EQ(Result(out, "tuned")["stored_threads"], 2);
+
+  // The table says which it was.
+  r = RunCli(bench);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tuned runs as its schedule says: 2 threads (--threads N overrides it)"),
+            std::string::npos)
+      << r.out;
+  std::vector<std::string> told = bench;
+  told.insert(told.end(), {"--threads", "1"});
+  r = RunCli(told);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tuned runs on 1 thread (--threads); its schedule names 2 threads"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(BenchOutput, CsvStartsWithItsHeaderAndTheTableReadsInUnits) {
+  TempDir dir;
+  const std::vector<std::string> bench = {"bench",    kExample, "--kernel",
+                                          "spmv",     "--db",   dir.File("b.db"),
+                                          "--min-ms", "1",      "--no-libraries"};
+  std::vector<std::string> csv_args = bench;
+  csv_args.push_back("--csv");
+  CliResult r = RunCli(csv_args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream csv(r.out);
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header,
+            "file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,"
+            "gflops,flop_probe_gflops,flop_share,version,flags,threads");
+  const auto fields = [](const std::string& line) {
+    return std::count(line.begin(), line.end(), ',') + 1;
+  };
+  std::string line;
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    ++rows;
+    EXPECT_EQ(fields(line), fields(header)) << line;
+    EXPECT_EQ(line.rfind(kExample + ",spmv,", 0), 0u) << line;
+  }
+  EXPECT_GT(rows, 1);
+  // Progress went to stderr: which contender was prepared, then the timing.
+  EXPECT_NE(r.err.find("bench: preparing fixed_csr"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bench: timing"), std::string::npos) << r.err;
+
+  r = RunCli(bench);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Times carry their unit; none is a fraction of a millisecond written in milliseconds.
+  const std::regex fixed_row("\n  fixed_csr +sparsetune +[0-9.]+ (us|ms|s) ");
+  EXPECT_TRUE(std::regex_search(r.out, fixed_row)) << r.out;
+  EXPECT_FALSE(std::regex_search(r.out, std::regex(" 0\\.[0-9]+ ms"))) << r.out;
+  EXPECT_NE(r.out.find("probes      memory bandwidth"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB/s is effective bandwidth: the least bytes a call must move"),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace sparsetune

@@ -1,0 +1,124 @@
+// Coordinate lists: a compressed level above a singleton keeps one position per entry, so
+// {k0:C, i0:Q} is COO, here inside blocks as graphs want it.
+#include <gtest/gtest.h>
+
+#include "ir/kernels.hpp"
+#include "ir/loop_nest.hpp"
+#include "measure/runner.hpp"
+#include "support/test_data.hpp"
+#include "tensor/pack.hpp"
+
+namespace sparsetune {
+namespace {
+
+Schedule Parse(const nlohmann::json& json) {
+  return Schedule::FromJson(json, "test schedule");
+}
+
+RunResult RunOnce(KernelRunner& runner, const Schedule& s) {
+  RunOptions options;
+  options.time = false;
+  return runner.Run(s, options);
+}
+
+// Blocks of rows and columns, each a list of its entries by column (or by row).
+nlohmann::json Blocks(int64_t rows, int64_t cols, bool by_column) {
+  const std::vector<std::string> order = by_column
+                                             ? std::vector<std::string>{"i1", "k1", "k0", "i0"}
+                                             : std::vector<std::string>{"i1", "k1", "i0", "k0"};
+  const std::vector<std::string> format =
+      by_column ? std::vector<std::string>{"i1:U", "k1:C", "k0:C", "i0:Q"}
+                : std::vector<std::string>{"i1:U", "k1:C", "i0:C", "k0:Q"};
+  return {{"splits", {{"i", rows}, {"k", cols}}},
+          {"loop_order", order},
+          {"format", format},
+          {"parallel", {{"index", "i1"}, {"partition", "balanced"}}}};
+}
+
+TEST(CoordinateLists, SpmvInBlocksVerifies) {
+  const Expression e = KernelExpression("spmv");
+  Jit jit;
+  // Empty rows and columns, blocks that do not divide the matrix, a wide one.
+  const std::vector<CooTensor> tensors = {testing::SmallWorkload(2),
+                                          testing::RandomSparse({301, 277}, 2500, 3),
+                                          testing::RandomSparse({40, 70000}, 900, 4)};
+  for (const CooTensor& tensor : tensors) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      KernelRunner runner(e, tensor, ResolveIndexSizes(e, tensor.dims, {}), dtype, jit);
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 64}, {64, 16}, {256, 65536}}) {
+        for (bool by_column : {true, false}) {
+          for (bool narrow : {false, true}) {
+            Schedule s = Parse(Blocks(rows, cols, by_column));
+            s.narrow_coordinates = narrow;
+            const RunResult r = RunOnce(runner, s);
+            EXPECT_TRUE(r.ok() && r.verified)
+                << rows << " x " << cols << (by_column ? " by column" : " by row") << ": "
+                << r.message;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CoordinateLists, PackingKeepsEveryEntryAndNoPosArray) {
+  const CooTensor tensor = testing::RandomSparse({301, 277}, 2500, 3);
+  const Expression e = KernelExpression("spmv");
+  const LowerOutcome lowered = Lower(e, Parse(Blocks(64, 128, true)));
+  ASSERT_TRUE(lowered.nest) << lowered.error;
+  const PackOutcome packed = Pack(tensor, lowered.nest->storage, DType::kF32);
+  ASSERT_TRUE(packed.packed) << packed.refusal;
+  const PackedTensor& p = *packed.packed;
+  ASSERT_EQ(p.levels.size(), 4u);
+  EXPECT_EQ(p.levels[2].positions, tensor.nnz());  // one position per entry
+  EXPECT_EQ(p.levels[3].positions, tensor.nnz());
+  EXPECT_TRUE(p.levels[3].pos.empty());
+  EXPECT_EQ(p.levels[3].encoding.bits, 8);  // rows of a 64-row block
+  EXPECT_EQ(p.levels[2].encoding.bits, 8);  // columns of a 128-column block
+  const CooTensor back = Unpack(p);
+  EXPECT_EQ(back.coords, tensor.coords);
+}
+
+TEST(CoordinateLists, SpmmAndSddmmVerify) {
+  Jit jit;
+  const CooTensor tensor = testing::RandomSparse({120, 90}, 1500, 5);
+  const Expression spmm = KernelExpression("spmm");
+  KernelRunner mm(spmm, tensor, ResolveIndexSizes(spmm, tensor.dims, {{"j", 24}}), DType::kF32,
+                  jit);
+  nlohmann::json s = Blocks(32, 32, true);
+  s["loop_order"] = {"i1", "k1", "k0", "i0", "j"};
+  RunResult r = RunOnce(mm, Parse(s));
+  EXPECT_TRUE(r.ok() && r.verified) << r.message;
+  const Expression sddmm = KernelExpression("sddmm_nt");
+  KernelRunner dd(sddmm, tensor, ResolveIndexSizes(sddmm, tensor.dims, {{"k", 20}}), DType::kF64,
+                  jit);
+  s = {{"splits", {{"i", 32}, {"j", 32}}},
+       {"loop_order", {"i1", "j1", "j0", "i0", "k"}},
+       {"format", {"i1:U", "j1:C", "j0:C", "i0:Q"}},
+       {"parallel", {{"index", "i1"}, {"partition", "balanced"}}}};
+  r = RunOnce(dd, Parse(s));
+  EXPECT_TRUE(r.ok() && r.verified) << r.message;
+}
+
+TEST(CoordinateLists, RefusalsSayWhy) {
+  const Expression e = KernelExpression("spmv");
+  auto error_of = [&](const nlohmann::json& json) {
+    const LowerOutcome lowered = Lower(e, Parse(json));
+    return lowered.nest ? std::string() : lowered.error;
+  };
+  nlohmann::json s = Blocks(16, 16, true);
+  s["parallel"] = {{"index", "k0"}};
+  EXPECT_NE(error_of(s).find("coordinate list"), std::string::npos) << error_of(s);
+  s["parallel"] = {{"index", "i0"}};
+  EXPECT_NE(error_of(s).find("coordinate list"), std::string::npos) << error_of(s);
+  // A singleton needs a compressed level right above it.
+  s = {{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:Q"}}};
+  EXPECT_NE(error_of(s).find("singleton"), std::string::npos) << error_of(s);
+  s = {{"splits", {{"k", 8}}},
+       {"loop_order", {"k1", "i", "k0"}},
+       {"format", {"k1:C", "i:Q", "k0:C"}}};
+  EXPECT_NE(error_of(s).find("singleton"), std::string::npos) << error_of(s);
+}
+
+}  // namespace
+}  // namespace sparsetune
