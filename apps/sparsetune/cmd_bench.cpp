@@ -245,20 +245,24 @@ std::vector<NamedSchedule> ScheduleContenders(const ResolvedKernel& k, const Coo
   return schedules;
 }
 
-void RunBench(const BenchOptions& o) {
-  ResolvedKernel k = ResolveKernel(o.kernel);
-  if (o.libraries && !HasBaselines(k.name))
-    throw InputError("bench compares spmv, spmm, sddmm and sddmm_nt with the baselines; " + k.name +
-                     " has none (--no-libraries times sparsetune's kernels alone)");
-  const int threads = o.threads > 0 ? o.threads : HardwareThreads();
-  std::vector<Schedule> extra;
+// The operand of a bench: the matrix, with generated values when the file gives none (GraphBLAS
+// skips the reads of a constant operand), and the given schedules, each of which must lower.
+struct BenchOperand {
+  CooTensor tensor;
+  IndexSizes sizes;
+  std::vector<Schedule> given;  // --schedule files, in order
+};
+
+BenchOperand ReadBenchOperand(const BenchOptions& o, const ResolvedKernel& k) {
+  BenchOperand operand;
   for (const auto& path : o.schedules) {
     Schedule s = LoadSchedule(path, k.expression);
     LowerOutcome lowered = Lower(k.expression, s);
     if (!lowered.nest) throw InputError(path, 0, "invalid schedule: " + lowered.error);
-    extra.push_back(s);
+    operand.given.push_back(s);
   }
-  CooTensor tensor = ReadTensorFile(o.file);
+  CooTensor& tensor = operand.tensor;
+  tensor = ReadTensorFile(o.file);
   if (tensor.order() != 2) throw InputError(o.file + ": bench takes matrices");
   // Every contender reads the same non-constant values (GraphBLAS skips the reads of a
   // constant operand): a pattern-only file gets generated ones.
@@ -267,37 +271,21 @@ void RunBench(const BenchOptions& o) {
     FillDeterministic(values, "A");
     for (int64_t e = 0; e < tensor.nnz(); ++e) tensor.values[e] = values.Get(e);
   }
-  const IndexSizes sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
-  Jit jit;
-  KernelRunner runner(k.expression, tensor, sizes, k.dtype, jit);
-  const ReferenceResult& ref = runner.reference();
-  const std::string jit_flags = jit.compiler_version() + " " + Jit::Flags();
+  operand.sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
+  return operand;
+}
 
-  const std::vector<NamedSchedule> schedules = ScheduleContenders(k, tensor, sizes, o, extra);
-  std::vector<std::unique_ptr<Baseline>> libraries;
-  if (o.libraries) {
-    BaselineOperands operands;
-    operands.kernel = k.name;
-    operands.expression = &k.expression;
-    operands.sparse = &tensor;
-    operands.inputs = &runner.inputs();
-    operands.sizes = sizes;
-    operands.dtype = k.dtype;
-    operands.threads = threads;
-    operands.jit = &jit;
-    libraries = MakeBaselines(operands);
-  }
-
-  // Progress on stderr: each contender as it is prepared (packed, compiled, verified), the
-  // timing, the probes.
-  BenchProgress progress(int64_t(schedules.size() + libraries.size() + 2));
-  std::vector<std::unique_ptr<Contender>> contenders;
-  std::vector<PreparedKernel> prepared;
+// sparsetune's schedules as contenders, each packed, compiled and verified; `prepared` keeps
+// the kernels their calls run.
+void PrepareScheduleContenders(const std::vector<NamedSchedule>& schedules, KernelRunner& runner,
+                               int threads, bool threads_given, const std::string& jit_flags,
+                               BenchProgress& progress, std::vector<PreparedKernel>& prepared,
+                               std::vector<std::unique_ptr<Contender>>& contenders) {
   prepared.reserve(schedules.size());
   for (const NamedSchedule& named : schedules) {
     progress.Step("preparing " + named.name);
     RunOptions options;
-    options.threads = named.as_stored && !o.threads_given ? -1 : threads;
+    options.threads = named.as_stored && !threads_given ? -1 : threads;
     prepared.push_back(runner.Prepare(named.schedule, options));
     const PreparedKernel& p = prepared.back();
     auto c = std::make_unique<Contender>();
@@ -318,6 +306,13 @@ void RunBench(const BenchOptions& o) {
     c->call = [&prepared, index] { prepared[index].Call(); };
     contenders.push_back(std::move(c));
   }
+}
+
+// The libraries and textbook kernels as contenders, each verified on its first call.
+void PrepareLibraryContenders(const std::vector<std::unique_ptr<Baseline>>& libraries,
+                              const ReferenceResult& ref, DType dtype, int threads,
+                              BenchProgress& progress,
+                              std::vector<std::unique_ptr<Contender>>& contenders) {
   for (auto& library : libraries) {
     auto c = std::make_unique<Contender>();
     c->name = library->name();
@@ -328,7 +323,7 @@ void RunBench(const BenchOptions& o) {
     try {
       library->Prepare();
       library->Call();
-      c->verified = Matches(library->Output(), ref, k.dtype, &c->message);
+      c->verified = Matches(library->Output(), ref, dtype, &c->message);
     } catch (const std::exception& e) {
       c->message = e.what();
     }
@@ -341,8 +336,12 @@ void RunBench(const BenchOptions& o) {
     c->call = [raw] { raw->Call(); };
     contenders.push_back(std::move(c));
   }
+}
 
-  // Only verified contenders are timed, all together.
+// Times the verified contenders together in shuffled rounds; returns the timing's disturbance
+// check (timed again while disturbed; see TimingOptions).
+TimingResult TimeContenders(const std::vector<std::unique_ptr<Contender>>& contenders,
+                            double min_ms, BenchProgress& progress) {
   PinOpenMpThreads();
   std::vector<std::function<void()>> runs;
   std::vector<Contender*> timed;
@@ -353,7 +352,7 @@ void RunBench(const BenchOptions& o) {
   }
   TimingOptions timing;
   timing.min_reps = 10;
-  timing.min_total_ms = o.min_ms;
+  timing.min_total_ms = min_ms;
   timing.max_reps = 1000;
   // A contender a thousand times slower than the fastest (PyTorch 1.13's CPU SDDMM forms the
   // dense product) cannot matter to any ratio; it leaves the rounds, its time from the runs it
@@ -365,33 +364,55 @@ void RunBench(const BenchOptions& o) {
                 std::to_string(kRounds) + " shuffled rounds)");
   const std::vector<TimingResult> times = TimeInterleaved(runs, timing, kRounds);
   for (size_t t = 0; t < timed.size(); ++t) timed[t]->time = times[t];
-  progress.Step("probing the memory bandwidth and the FLOP rate");
-  const double probe = BandwidthProbeGbs(threads);
-  const FlopProbe flop_probe = MeasureFlopRate(jit, k.dtype, threads);
-  progress.Finish();
-  const int64_t llc_bytes = DetectMachine(jit.compiler(), Jit::Flags()).l3_bytes;
-  const double bytes = EffectiveBytes(k.name, tensor, sizes, k.dtype);
-  const double flops = Flops(k.name, tensor, sizes);
-  auto gflops = [&](const Contender& c) { return flops / c.time.median_ms / 1e6; };
-  auto gbs = [&](const Contender& c) { return bytes / c.time.median_ms / 1e6; };
+  return times.empty() ? TimingResult() : times.front();
+}
 
-  const Contender* fixed = contenders[0].get();
+// What the report of a bench reads: the operand, the probes, the contenders' times and the best
+// of each kind.
+struct BenchReport {
+  const BenchOptions* o = nullptr;
+  const ResolvedKernel* k = nullptr;
+  const CooTensor* tensor = nullptr;
+  int threads = 0;
+  std::string jit_flags;
+  double probe = 0;  // the memory bandwidth probe, GB/s
+  FlopProbe flop_probe;
+  int64_t llc_bytes = 0;
+  double bytes = 0;  // the least bytes a call must move
+  double flops = 0;
+  TimingResult timing_check;
+  const std::vector<std::unique_ptr<Contender>>* contenders = nullptr;  // FixedCSR first
   const Contender* best_library = nullptr;
   const Contender* best_hand = nullptr;
   const Contender* best_baseline = nullptr;  // the best library or textbook kernel
   const Contender* best_own = nullptr;
+
+  const Contender* fixed() const { return contenders->front().get(); }
+  double gflops(const Contender& c) const { return flops / c.time.median_ms / 1e6; }
+  double gbs(const Contender& c) const { return bytes / c.time.median_ms / 1e6; }
+};
+
+void FindBest(BenchReport& r) {
   auto keep_best = [](const Contender*& best, const Contender* c) {
     if (!best || c->time.median_ms < best->time.median_ms) best = c;
   };
-  for (const auto& c : contenders) {
+  for (const auto& c : *r.contenders) {
     if (!c->verified) continue;
     if (c->kind == "sparsetune") {
-      keep_best(best_own, c.get());
+      keep_best(r.best_own, c.get());
       continue;
     }
-    keep_best(c->kind == "hand" ? best_hand : best_library, c.get());
-    keep_best(best_baseline, c.get());
+    keep_best(c->kind == "hand" ? r.best_hand : r.best_library, c.get());
+    keep_best(r.best_baseline, c.get());
   }
+}
+
+nlohmann::json ReportJson(const BenchReport& r) {
+  const BenchOptions& o = *r.o;
+  const ResolvedKernel& k = *r.k;
+  const CooTensor& tensor = *r.tensor;
+  const FlopProbe& flop_probe = r.flop_probe;
+  const int threads = r.threads;
   nlohmann::json out;
   out["file"] = o.file;
   out["kernel"] = k.name;
@@ -400,116 +421,89 @@ void RunBench(const BenchOptions& o) {
   out["nnz"] = tensor.nnz();
   out["threads"] = threads;
   out["dtype"] = DTypeName(k.dtype);
-  out["bandwidth_probe_gbs"] = probe;
+  out["bandwidth_probe_gbs"] = r.probe;
   out["flop_probe_gflops"] = flop_probe.gflops;
   out["flop_probe"] = {{"gflops", flop_probe.gflops}, {"isa", flop_probe.isa},
                        {"lanes", flop_probe.lanes},   {"dtype", DTypeName(k.dtype)},
-                       {"threads", threads},          {"flags", jit_flags}};
+                       {"threads", threads},          {"flags", r.jit_flags}};
   // The timing's disturbance check (timed again while disturbed; see TimingOptions).
-  const TimingResult timing_check = times.empty() ? TimingResult() : times.front();
-  out["disturbed"] = timing_check.disturbed;
-  out["disturbance"] = timing_check.disturbance;
-  out["timing_attempts"] = timing_check.attempts;
-  out["effective_bytes"] = bytes;
-  out["llc_bytes"] = llc_bytes;
-  out["flops"] = flops;
+  out["disturbed"] = r.timing_check.disturbed;
+  out["disturbance"] = r.timing_check.disturbance;
+  out["timing_attempts"] = r.timing_check.attempts;
+  out["effective_bytes"] = r.bytes;
+  out["llc_bytes"] = r.llc_bytes;
+  out["flops"] = r.flops;
   out["results"] = nlohmann::json::array();
   out["effective_gbs"] = nlohmann::json::object();
-  for (const auto& c : contenders) {
-    nlohmann::json r = {{"name", c->name},         {"kind", c->kind},
+  for (const auto& c : *r.contenders) {
+    nlohmann::json j = {{"name", c->name},         {"kind", c->kind},
                         {"verified", c->verified}, {"prepare_ms", c->prepare_ms},
                         {"version", c->version},   {"flags", c->flags},
                         {"threads", c->threads}};
-    if (c->stored_threads >= 0) r["stored_threads"] = c->stored_threads;
-    if (!c->method.empty()) r["method"] = c->method;
+    if (c->stored_threads >= 0) j["stored_threads"] = c->stored_threads;
+    if (!c->method.empty()) j["method"] = c->method;
     if (c->verified) {
-      r["time_ms"] = c->time.median_ms;
-      r["min_ms"] = c->time.min_ms;
-      r["max_ms"] = c->time.max_ms;
-      r["reps"] = c->time.reps;
+      j["time_ms"] = c->time.median_ms;
+      j["min_ms"] = c->time.min_ms;
+      j["max_ms"] = c->time.max_ms;
+      j["reps"] = c->time.reps;
       // Per call with the operand's preparation (ordering and packing, or the library's
       // conversion) spread over 100 calls.
-      r["end_to_end_100_ms"] = c->time.median_ms + c->prepare_ms / 100;
-      if (c->ordering_ms > 0) r["ordering_ms"] = c->ordering_ms;
-      if (bytes > 0) {
-        r["effective_gbs"] = gbs(*c);
-        r["bandwidth_share"] = gbs(*c) / probe;
-        out["effective_gbs"][c->name] = gbs(*c);
+      j["end_to_end_100_ms"] = c->time.median_ms + c->prepare_ms / 100;
+      if (c->ordering_ms > 0) j["ordering_ms"] = c->ordering_ms;
+      if (r.bytes > 0) {
+        j["effective_gbs"] = r.gbs(*c);
+        j["bandwidth_share"] = r.gbs(*c) / r.probe;
+        out["effective_gbs"][c->name] = r.gbs(*c);
       }
-      if (flops > 0) {
-        r["gflops"] = gflops(*c);
-        r["flop_share"] = gflops(*c) / flop_probe.gflops;
+      if (r.flops > 0) {
+        j["gflops"] = r.gflops(*c);
+        j["flop_share"] = r.gflops(*c) / flop_probe.gflops;
       }
     } else {
-      r["time_ms"] = nullptr;
-      r["message"] = c->message;
+      j["time_ms"] = nullptr;
+      j["message"] = c->message;
     }
-    out["results"].push_back(r);
+    out["results"].push_back(j);
   }
+  const Contender* best_own = r.best_own;
   if (best_own) out["best_sparsetune"] = best_own->name;
-  if (best_library) out["best_library"] = best_library->name;
-  if (best_hand) out["best_hand"] = best_hand->name;
-  if (best_baseline) out["best_baseline"] = best_baseline->name;
-  if (best_own && best_library)
-    out["speedup_vs_best_library"] = best_library->time.median_ms / best_own->time.median_ms;
-  if (best_own && best_hand)
-    out["speedup_vs_hand"] = best_hand->time.median_ms / best_own->time.median_ms;
-  if (best_own && best_baseline)
-    out["speedup_vs_best_baseline"] = best_baseline->time.median_ms / best_own->time.median_ms;
-  if (best_own && fixed->verified)
-    out["speedup_vs_fixed_csr"] = fixed->time.median_ms / best_own->time.median_ms;
-  if (o.json) {
-    std::cout << out.dump(2) << "\n";
-    return;
+  if (r.best_library) out["best_library"] = r.best_library->name;
+  if (r.best_hand) out["best_hand"] = r.best_hand->name;
+  if (r.best_baseline) out["best_baseline"] = r.best_baseline->name;
+  if (best_own && r.best_library)
+    out["speedup_vs_best_library"] = r.best_library->time.median_ms / best_own->time.median_ms;
+  if (best_own && r.best_hand)
+    out["speedup_vs_hand"] = r.best_hand->time.median_ms / best_own->time.median_ms;
+  if (best_own && r.best_baseline)
+    out["speedup_vs_best_baseline"] = r.best_baseline->time.median_ms / best_own->time.median_ms;
+  if (best_own && r.fixed()->verified)
+    out["speedup_vs_fixed_csr"] = r.fixed()->time.median_ms / best_own->time.median_ms;
+  return out;
+}
+
+void PrintCsv(const BenchReport& r) {
+  std::printf("%s\n", kCsvHeader);
+  for (const auto& c : *r.contenders) {
+    std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%d\n",
+                CsvField(r.o->file).c_str(), r.k->name.c_str(), (long long)r.tensor->nnz(),
+                CsvField(c->name).c_str(), c->kind.c_str(), c->verified ? "true" : "false",
+                c->verified ? c->time.median_ms : 0.0, c->verified ? r.gbs(*c) : 0.0, c->prepare_ms,
+                r.probe, c->verified ? r.gflops(*c) : 0.0, r.flop_probe.gflops,
+                c->verified ? r.gflops(*c) / r.flop_probe.gflops : 0.0,
+                CsvField(c->version).c_str(), CsvField(c->flags).c_str(), c->threads);
   }
-  if (o.csv) {
-    std::printf("%s\n", kCsvHeader);
-    for (const auto& c : contenders) {
-      std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%d\n",
-                  CsvField(o.file).c_str(), k.name.c_str(), (long long)tensor.nnz(),
-                  CsvField(c->name).c_str(), c->kind.c_str(), c->verified ? "true" : "false",
-                  c->verified ? c->time.median_ms : 0.0, c->verified ? gbs(*c) : 0.0, c->prepare_ms,
-                  probe, c->verified ? gflops(*c) : 0.0, flop_probe.gflops,
-                  c->verified ? gflops(*c) / flop_probe.gflops : 0.0, CsvField(c->version).c_str(),
-                  CsvField(c->flags).c_str(), c->threads);
-    }
-    return;
-  }
-  const std::string on_threads = std::to_string(threads) + (threads == 1 ? " thread" : " threads");
-  std::printf("%s  %s  %lld x %lld, %lld nonzeros, %s, %s\n", o.file.c_str(), k.name.c_str(),
-              (long long)tensor.dims[0], (long long)tensor.dims[1], (long long)tensor.nnz(),
-              DTypeName(k.dtype), on_threads.c_str());
-  std::printf(
-      "  probes      memory bandwidth %.1f GB/s (a = b + s * c over three 128 MB arrays, far "
-      "beyond the caches, %s)\n"
-      "              FLOP rate %.1f GFLOP/s (independent %s FMA chains, %d lanes, %s)\n",
-      probe, on_threads.c_str(), flop_probe.gflops, flop_probe.isa.c_str(), flop_probe.lanes,
-      on_threads.c_str());
-  std::printf("  %-22s %-10s %10s %10s %10s %8s %8s %6s %9s %11s %12s %7s\n", "contender", "kind",
-              "median", "min", "max", "GB/s", "GFLOP/s", "%peak", "prepare", "vs FixedCSR",
-              "vs best base", "threads");
-  std::vector<std::string> above_probe;
-  for (const auto& c : contenders) {
-    if (!c->verified) {
-      std::printf("  %-22s %-10s   not verified: %s\n", c->name.c_str(), c->kind.c_str(),
-                  c->message.c_str());
-      continue;
-    }
-    const double median = c->time.median_ms;
-    if (bytes > 0 && gbs(*c) > probe) above_probe.push_back(c->name);
-    std::printf("  %-22s %-10s %10s %10s %10s %8.1f %8.2f %5.1f%% %9s %10.2fx %11.2fx %7d\n",
-                c->name.c_str(), c->kind.c_str(), FormatMs(median).c_str(),
-                FormatMs(c->time.min_ms).c_str(), FormatMs(c->time.max_ms).c_str(), gbs(*c),
-                gflops(*c), 100 * gflops(*c) / flop_probe.gflops, FormatMs(c->prepare_ms).c_str(),
-                fixed->verified ? fixed->time.median_ms / median : 0.0,
-                best_baseline ? best_baseline->time.median_ms / median : 0.0, c->threads);
-  }
+}
+
+// The table's notes: which threads the stored and given schedules run on, what GB/s counts and
+// why a contender can pass the probe.
+void PrintTableNotes(const BenchReport& r, const std::vector<std::string>& above_probe) {
   auto count_threads = [](int n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); };
-  for (const auto& c : contenders) {
+  for (const auto& c : *r.contenders) {
     if (c->stored_threads < 0) continue;
     const std::string stored =
         c->stored_threads > 0 ? count_threads(c->stored_threads) : std::string("all threads");
-    if (o.threads_given) {
+    if (r.o->threads_given) {
       std::printf("  %s runs on %s (--threads); its schedule names %s\n", c->name.c_str(),
                   count_threads(c->threads).c_str(), stored.c_str());
     } else {
@@ -517,37 +511,76 @@ void RunBench(const BenchOptions& o) {
                   c->name.c_str(), stored.c_str());
     }
   }
-  if (bytes > 0) {
+  if (r.bytes > 0) {
     std::printf(
         "  GB/s is effective bandwidth: the least bytes a call must move (the matrix as CSR with "
         "32-bit column indices, every dense operand and the output once: %s) over its median "
         "time; GFLOP/s counts a multiply and an add per term, %%peak is its share of the FLOP "
         "probe\n",
-        FormatBytes(bytes).c_str());
+        FormatBytes(r.bytes).c_str());
     if (!above_probe.empty()) {
       std::string names;
       for (const auto& name : above_probe) names += (names.empty() ? "" : ", ") + name;
-      const bool fits = llc_bytes > 0 && bytes <= double(llc_bytes);
+      const bool fits = r.llc_bytes > 0 && r.bytes <= double(r.llc_bytes);
       std::printf(
           "  above the probe (%s): the operands %s, so repeated calls read them from the caches "
           "while the probe reads memory\n",
           names.c_str(),
-          fits ? ("(" + FormatBytes(bytes) + ") fit in the last-level cache (" +
-                  FormatBytes(double(llc_bytes)) + ")")
+          fits ? ("(" + FormatBytes(r.bytes) + ") fit in the last-level cache (" +
+                  FormatBytes(double(r.llc_bytes)) + ")")
                      .c_str()
                : "stay partly in the caches between calls");
     }
   }
+}
+
+void PrintTable(const BenchReport& r) {
+  const ResolvedKernel& k = *r.k;
+  const CooTensor& tensor = *r.tensor;
+  const FlopProbe& flop_probe = r.flop_probe;
+  const int threads = r.threads;
+  const Contender* fixed = r.fixed();
+  const std::string on_threads = std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  std::printf("%s  %s  %lld x %lld, %lld nonzeros, %s, %s\n", r.o->file.c_str(), k.name.c_str(),
+              (long long)tensor.dims[0], (long long)tensor.dims[1], (long long)tensor.nnz(),
+              DTypeName(k.dtype), on_threads.c_str());
+  std::printf(
+      "  probes      memory bandwidth %.1f GB/s (a = b + s * c over three 128 MB arrays, far "
+      "beyond the caches, %s)\n"
+      "              FLOP rate %.1f GFLOP/s (independent %s FMA chains, %d lanes, %s)\n",
+      r.probe, on_threads.c_str(), flop_probe.gflops, flop_probe.isa.c_str(), flop_probe.lanes,
+      on_threads.c_str());
+  std::printf("  %-22s %-10s %10s %10s %10s %8s %8s %6s %9s %11s %12s %7s\n", "contender", "kind",
+              "median", "min", "max", "GB/s", "GFLOP/s", "%peak", "prepare", "vs FixedCSR",
+              "vs best base", "threads");
+  std::vector<std::string> above_probe;
+  for (const auto& c : *r.contenders) {
+    if (!c->verified) {
+      std::printf("  %-22s %-10s   not verified: %s\n", c->name.c_str(), c->kind.c_str(),
+                  c->message.c_str());
+      continue;
+    }
+    const double median = c->time.median_ms;
+    if (r.bytes > 0 && r.gbs(*c) > r.probe) above_probe.push_back(c->name);
+    std::printf("  %-22s %-10s %10s %10s %10s %8.1f %8.2f %5.1f%% %9s %10.2fx %11.2fx %7d\n",
+                c->name.c_str(), c->kind.c_str(), FormatMs(median).c_str(),
+                FormatMs(c->time.min_ms).c_str(), FormatMs(c->time.max_ms).c_str(), r.gbs(*c),
+                r.gflops(*c), 100 * r.gflops(*c) / flop_probe.gflops,
+                FormatMs(c->prepare_ms).c_str(),
+                fixed->verified ? fixed->time.median_ms / median : 0.0,
+                r.best_baseline ? r.best_baseline->time.median_ms / median : 0.0, c->threads);
+  }
+  PrintTableNotes(r, above_probe);
   auto versus = [&](const char* what, const Contender* theirs) {
-    if (best_own && theirs)
-      std::printf("  best sparsetune (%s) vs %s (%s): %.2fx\n", best_own->name.c_str(), what,
-                  theirs->name.c_str(), theirs->time.median_ms / best_own->time.median_ms);
+    if (r.best_own && theirs)
+      std::printf("  best sparsetune (%s) vs %s (%s): %.2fx\n", r.best_own->name.c_str(), what,
+                  theirs->name.c_str(), theirs->time.median_ms / r.best_own->time.median_ms);
   };
-  versus("best library", best_library);
-  versus("textbook kernel", best_hand);
-  versus("best baseline", best_baseline);
-  std::printf("  sparsetune's kernels: [%s]\n", jit_flags.c_str());
-  for (const auto& c : contenders) {
+  versus("best library", r.best_library);
+  versus("textbook kernel", r.best_hand);
+  versus("best baseline", r.best_baseline);
+  std::printf("  sparsetune's kernels: [%s]\n", r.jit_flags.c_str());
+  for (const auto& c : *r.contenders) {
     if (c->kind == "sparsetune") continue;
     std::printf("  %s: %s", c->name.c_str(), c->version.c_str());
     if (!c->flags.empty()) std::printf(" [%s]", c->flags.c_str());
@@ -555,8 +588,73 @@ void RunBench(const BenchOptions& o) {
     if (!c->method.empty()) std::printf("      %s\n", c->method.c_str());
   }
   std::printf("  machine    %s%s (timed %d times)\n",
-              timing_check.disturbed ? "busy, these times are not to be trusted: " : "quiet",
-              timing_check.disturbance.c_str(), timing_check.attempts);
+              r.timing_check.disturbed ? "busy, these times are not to be trusted: " : "quiet",
+              r.timing_check.disturbance.c_str(), r.timing_check.attempts);
+}
+
+void RunBench(const BenchOptions& o) {
+  ResolvedKernel k = ResolveKernel(o.kernel);
+  if (o.libraries && !HasBaselines(k.name))
+    throw InputError("bench compares spmv, spmm, sddmm and sddmm_nt with the baselines; " + k.name +
+                     " has none (--no-libraries times sparsetune's kernels alone)");
+  const int threads = o.threads > 0 ? o.threads : HardwareThreads();
+  const BenchOperand operand = ReadBenchOperand(o, k);
+  const CooTensor& tensor = operand.tensor;
+  const IndexSizes& sizes = operand.sizes;
+  Jit jit;
+  KernelRunner runner(k.expression, tensor, sizes, k.dtype, jit);
+  const ReferenceResult& ref = runner.reference();
+  const std::string jit_flags = jit.compiler_version() + " " + Jit::Flags();
+
+  const std::vector<NamedSchedule> schedules =
+      ScheduleContenders(k, tensor, sizes, o, operand.given);
+  std::vector<std::unique_ptr<Baseline>> libraries;
+  if (o.libraries) {
+    BaselineOperands operands;
+    operands.kernel = k.name;
+    operands.expression = &k.expression;
+    operands.sparse = &tensor;
+    operands.inputs = &runner.inputs();
+    operands.sizes = sizes;
+    operands.dtype = k.dtype;
+    operands.threads = threads;
+    operands.jit = &jit;
+    libraries = MakeBaselines(operands);
+  }
+
+  // Progress on stderr: each contender as it is prepared (packed, compiled, verified), the
+  // timing, the probes.
+  BenchProgress progress(int64_t(schedules.size() + libraries.size() + 2));
+  std::vector<std::unique_ptr<Contender>> contenders;
+  std::vector<PreparedKernel> prepared;
+  PrepareScheduleContenders(schedules, runner, threads, o.threads_given, jit_flags, progress,
+                            prepared, contenders);
+  PrepareLibraryContenders(libraries, ref, k.dtype, threads, progress, contenders);
+
+  // Only verified contenders are timed, all together.
+  BenchReport report;
+  report.timing_check = TimeContenders(contenders, o.min_ms, progress);
+  progress.Step("probing the memory bandwidth and the FLOP rate");
+  report.probe = BandwidthProbeGbs(threads);
+  report.flop_probe = MeasureFlopRate(jit, k.dtype, threads);
+  progress.Finish();
+  report.o = &o;
+  report.k = &k;
+  report.tensor = &tensor;
+  report.threads = threads;
+  report.jit_flags = jit_flags;
+  report.llc_bytes = DetectMachine(jit.compiler(), Jit::Flags()).l3_bytes;
+  report.bytes = EffectiveBytes(k.name, tensor, sizes, k.dtype);
+  report.flops = Flops(k.name, tensor, sizes);
+  report.contenders = &contenders;
+  FindBest(report);
+  if (o.json) {
+    std::cout << ReportJson(report).dump(2) << "\n";
+  } else if (o.csv) {
+    PrintCsv(report);
+  } else {
+    PrintTable(report);
+  }
 }
 
 }  // namespace
