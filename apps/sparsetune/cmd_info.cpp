@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/elapsed.hpp"
 #include "commands.hpp"
 #include "io/read.hpp"
 #include "tensor/fingerprint.hpp"
@@ -25,8 +26,7 @@ void RunInfo(const InfoOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> warnings;
   CooTensor tensor = ReadTensorFile(options.file, &warnings);
-  const double read_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double read_ms = MsSince(start);
   for (const auto& w : warnings) std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
   const PatternStats stats = ComputePatternStats(tensor);
   const std::string fingerprint = PatternFingerprint(tensor);
