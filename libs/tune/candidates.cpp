@@ -45,6 +45,161 @@ int64_t SegmentWidth(int64_t columns, int64_t row_bytes, int64_t budget) {
   return width >= 1024 ? width : 0;
 }
 
+using Sizes = std::map<std::string, int64_t>;
+
+// SpMV: narrow coordinates, nonzero-balanced rows and partial sums; one thread for small
+// matrices; column segments and coordinate lists in blocks for wide ones; sliced rows (SELL-C).
+void SpmvRules(const Sizes& sizes, int64_t value_bytes, std::vector<nlohmann::json>& schedules) {
+  for (int unroll : {1, 4}) {
+    schedules.push_back({{"loop_order", {"i", "k"}},
+                         {"format", {"i:U", "k:C"}},
+                         {"parallel", Balanced("i")},
+                         {"unroll", unroll},
+                         {"narrow_coordinates", true}});
+  }
+  // One thread: small matrices lose more to starting threads than they gain.
+  schedules.push_back(
+      {{"loop_order", {"i", "k"}},
+       {"format", {"i:U", "k:C"}},
+       {"parallel", {{"index", "i"}, {"chunk", 1}, {"threads", 1}, {"partition", "balanced"}}},
+       {"unroll", 4},
+       {"narrow_coordinates", true}});
+  // Column segments for wide matrices (graphs): each segment's slice of x (64k values)
+  // stays in L2 while every row with entries in it is visited; rows without any are skipped.
+  constexpr int64_t kSegment = 65536;
+  if (sizes.at("k") >= 4 * kSegment) {
+    schedules.push_back({{"splits", {{"k", kSegment}}},
+                         {"loop_order", {"k1", "i", "k0"}},
+                         {"format", {"k1:U", "i:C", "k0:C"}},
+                         {"parallel", Balanced("i")},
+                         {"narrow_coordinates", true}});
+  }
+  // Coordinate lists inside square blocks (COO with 16-bit coordinates, by column within a
+  // block) for matrices whose x passes L2: a block's slices of x and y stay in L2 while its
+  // entries stream by, with no branch per row or column (graphs with random labels, whose
+  // rows hold a handful of entries per segment of x).
+  const int64_t l2 = MachineCaches().l2;
+  if (sizes.at("k") * value_bytes > l2) {
+    int64_t block = 1;
+    while (block < 65536 && 2 * (2 * block) * value_bytes <= l2 / 2) block *= 2;
+    for (int64_t b : {block, block / 4}) {
+      if (b < 1024 || sizes.at("i") < 2 * b) continue;
+      schedules.push_back({{"splits", {{"i", b}, {"k", b}}},
+                           {"loop_order", {"i1", "k1", "k0", "i0"}},
+                           {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
+                           {"parallel", Balanced("i1")},
+                           {"narrow_coordinates", true}});
+    }
+  }
+  for (int lanes : {8, 16}) {
+    if (sizes.at("i") < 2 * lanes) continue;
+    schedules.push_back({{"splits", {{"i", lanes}}},
+                         {"loop_order", {"i1", "k", "i0"}},
+                         {"format", {"i1:U", "k:S", "i0:U"}},
+                         {"parallel", Balanced("i1")},
+                         {"narrow_coordinates", true}});
+  }
+  // SELL-C-sigma with rows sorted by length (a degree ordering, symmetric on square
+  // matrices): slices of similar rows pad little, and on graphs the hubs' entries of x sit
+  // together; unsorted, the slices of a power-law matrix are mostly padding.
+  if (sizes.at("i") >= 4096) {
+    schedules.push_back({{"splits", {{"i", 8}}},
+                         {"loop_order", {"i1", "k", "i0"}},
+                         {"format", {"i1:U", "k:S", "i0:U"}},
+                         {"parallel", Balanced("i1")},
+                         {"narrow_coordinates", true},
+                         {"ordering", "degree"}});
+  }
+}
+
+// SpMM: register tiles of B's rows, block rows sharing their columns, column segments.
+void SpmmRules(const Sizes& sizes, int64_t value_bytes, std::vector<nlohmann::json>& schedules) {
+  // Segments whose gathered rows fill a half or a quarter of the last-level cache: each
+  // segment's slice is read from DRAM once and gathered from the cache by every row, at the
+  // cost of streaming the row operand (or the output) once per segment.
+  const int64_t llc = MachineCaches().llc;
+  // Register tiles of B's rows; the 64-wide one also prefetches the slices of B it gathers.
+  for (int64_t tile : {64, 128}) {
+    const int64_t j = SplitUpTo(sizes.at("j"), tile);
+    if (j < 4) continue;
+    for (int prefetch : tile == 64 ? std::vector<int>{0, 8} : std::vector<int>{0}) {
+      schedules.push_back({{"splits", {{"j", j}}},
+                           {"loop_order", {"i", "j1", "k", "j0"}},
+                           {"format", {"i:U", "k:C"}},
+                           {"parallel", Balanced("i")},
+                           {"narrow_coordinates", true},
+                           {"prefetch", prefetch}});
+    }
+  }
+  // Block rows of 2 and 4 (rows of a block share their columns, padded with zeros): a tile of
+  // each row's slice in registers, so each slice of B serves every row of the block.
+  for (auto [rows, width] :
+       {std::pair<int64_t, int64_t>{2, 32}, std::pair<int64_t, int64_t>{4, 16}}) {
+    const int64_t j = SplitUpTo(sizes.at("j"), width);
+    if (j < 4 || sizes.at("i") < 2 * rows) continue;
+    schedules.push_back({{"splits", {{"i", rows}, {"j", j}}},
+                         {"loop_order", {"i1", "j1", "k", "i0", "j0"}},
+                         {"format", {"i1:U", "k:C", "i0:U"}},
+                         {"parallel", Balanced("i1")},
+                         {"narrow_coordinates", true}});
+  }
+  const int64_t j = SplitUpTo(sizes.at("j"), 64);
+  for (int64_t budget : {llc / 2, llc / 4}) {
+    const int64_t width = SegmentWidth(sizes.at("k"), sizes.at("j") * value_bytes, budget);
+    if (width == 0 || j < 4) continue;
+    schedules.push_back({{"splits", {{"k", width}, {"j", j}}},
+                         {"loop_order", {"k1", "i", "j1", "k0", "j0"}},
+                         {"format", {"k1:U", "i:C", "k0:C"}},
+                         {"parallel", Balanced("i")},
+                         {"narrow_coordinates", true}});
+  }
+}
+
+// SDDMM (C given as C(k,j), or as C(j,k) for sddmm_nt): dot products of a few nonzeros at a
+// time, and column segments.
+void SddmmRules(const std::string& kernel, const Sizes& sizes, int64_t value_bytes,
+                std::vector<nlohmann::json>& schedules) {
+  // Segments whose gathered rows fill a half or a quarter of the last-level cache: each
+  // segment's slice is read from DRAM once and gathered from the cache by every row, at the
+  // cost of streaming the row operand (or the output) once per segment.
+  const int64_t llc = MachineCaches().llc;
+  // A dot product per nonzero, four nonzeros of a row at a time sharing each load of B's row
+  // (with and without prefetching the rows of C they gather), or one at a time. C(k,j) is read
+  // along k: through a transposed copy unless it is given as C(j,k).
+  for (auto [unroll, prefetch] : {std::pair{4, 0}, std::pair{4, 4}, std::pair{1, 0}}) {
+    nlohmann::json s = {
+        {"loop_order", {"i", "j", "k"}}, {"format", {"i:U", "j:C"}}, {"parallel", Balanced("i")},
+        {"narrow_coordinates", true},    {"unroll", unroll},         {"prefetch", prefetch}};
+    if (kernel == "sddmm") s["transpose"] = {"C"};
+    schedules.push_back(s);
+  }
+  for (int64_t budget : {llc / 2, llc / 4}) {
+    const int64_t width = SegmentWidth(sizes.at("j"), sizes.at("k") * value_bytes, budget);
+    if (width == 0) continue;
+    nlohmann::json s = {{"splits", {{"j", width}}},          {"loop_order", {"j1", "i", "j0", "k"}},
+                        {"format", {"j1:U", "i:C", "j0:C"}}, {"parallel", Balanced("i")},
+                        {"narrow_coordinates", true},        {"unroll", 4}};
+    if (kernel == "sddmm") s["transpose"] = {"C"};
+    schedules.push_back(s);
+  }
+}
+
+// MTTKRP: a register tile of the output row, or none.
+void MttkrpRules(const Sizes& sizes, std::vector<nlohmann::json>& schedules) {
+  const int64_t j = SplitUpTo(sizes.at("j"), 64);
+  if (j >= 4) {
+    schedules.push_back({{"splits", {{"j", j}}},
+                         {"loop_order", {"i", "j1", "k", "l", "j0"}},
+                         {"format", {"i:C", "k:C", "l:C"}},
+                         {"parallel", Balanced("i")},
+                         {"narrow_coordinates", true}});
+  }
+  schedules.push_back({{"loop_order", {"i", "k", "l", "j"}},
+                       {"format", {"i:C", "k:C", "l:C"}},
+                       {"parallel", Balanced("i")},
+                       {"narrow_coordinates", true}});
+}
+
 }  // namespace
 
 std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
@@ -52,141 +207,14 @@ std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                                                  const std::map<std::string, int64_t>& sizes,
                                                  int64_t value_bytes) {
   std::vector<nlohmann::json> schedules;
-  // Segments whose gathered rows fill a half or a quarter of the last-level cache: each
-  // segment's slice is read from DRAM once and gathered from the cache by every row, at the
-  // cost of streaming the row operand (or the output) once per segment.
-  const int64_t llc = MachineCaches().llc;
   if (kernel == "spmv") {
-    for (int unroll : {1, 4}) {
-      schedules.push_back({{"loop_order", {"i", "k"}},
-                           {"format", {"i:U", "k:C"}},
-                           {"parallel", Balanced("i")},
-                           {"unroll", unroll},
-                           {"narrow_coordinates", true}});
-    }
-    // One thread: small matrices lose more to starting threads than they gain.
-    schedules.push_back(
-        {{"loop_order", {"i", "k"}},
-         {"format", {"i:U", "k:C"}},
-         {"parallel", {{"index", "i"}, {"chunk", 1}, {"threads", 1}, {"partition", "balanced"}}},
-         {"unroll", 4},
-         {"narrow_coordinates", true}});
-    // Column segments for wide matrices (graphs): each segment's slice of x (64k values)
-    // stays in L2 while every row with entries in it is visited; rows without any are skipped.
-    constexpr int64_t kSegment = 65536;
-    if (sizes.at("k") >= 4 * kSegment) {
-      schedules.push_back({{"splits", {{"k", kSegment}}},
-                           {"loop_order", {"k1", "i", "k0"}},
-                           {"format", {"k1:U", "i:C", "k0:C"}},
-                           {"parallel", Balanced("i")},
-                           {"narrow_coordinates", true}});
-    }
-    // Coordinate lists inside square blocks (COO with 16-bit coordinates, by column within a
-    // block) for matrices whose x passes L2: a block's slices of x and y stay in L2 while its
-    // entries stream by, with no branch per row or column (graphs with random labels, whose
-    // rows hold a handful of entries per segment of x).
-    const int64_t l2 = MachineCaches().l2;
-    if (sizes.at("k") * value_bytes > l2) {
-      int64_t block = 1;
-      while (block < 65536 && 2 * (2 * block) * value_bytes <= l2 / 2) block *= 2;
-      for (int64_t b : {block, block / 4}) {
-        if (b < 1024 || sizes.at("i") < 2 * b) continue;
-        schedules.push_back({{"splits", {{"i", b}, {"k", b}}},
-                             {"loop_order", {"i1", "k1", "k0", "i0"}},
-                             {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
-                             {"parallel", Balanced("i1")},
-                             {"narrow_coordinates", true}});
-      }
-    }
-    for (int lanes : {8, 16}) {
-      if (sizes.at("i") < 2 * lanes) continue;
-      schedules.push_back({{"splits", {{"i", lanes}}},
-                           {"loop_order", {"i1", "k", "i0"}},
-                           {"format", {"i1:U", "k:S", "i0:U"}},
-                           {"parallel", Balanced("i1")},
-                           {"narrow_coordinates", true}});
-    }
-    // SELL-C-sigma with rows sorted by length (a degree ordering, symmetric on square
-    // matrices): slices of similar rows pad little, and on graphs the hubs' entries of x sit
-    // together; unsorted, the slices of a power-law matrix are mostly padding.
-    if (sizes.at("i") >= 4096) {
-      schedules.push_back({{"splits", {{"i", 8}}},
-                           {"loop_order", {"i1", "k", "i0"}},
-                           {"format", {"i1:U", "k:S", "i0:U"}},
-                           {"parallel", Balanced("i1")},
-                           {"narrow_coordinates", true},
-                           {"ordering", "degree"}});
-    }
+    SpmvRules(sizes, value_bytes, schedules);
   } else if (kernel == "spmm") {
-    // Register tiles of B's rows; the 64-wide one also prefetches the slices of B it gathers.
-    for (int64_t tile : {64, 128}) {
-      const int64_t j = SplitUpTo(sizes.at("j"), tile);
-      if (j < 4) continue;
-      for (int prefetch : tile == 64 ? std::vector<int>{0, 8} : std::vector<int>{0}) {
-        schedules.push_back({{"splits", {{"j", j}}},
-                             {"loop_order", {"i", "j1", "k", "j0"}},
-                             {"format", {"i:U", "k:C"}},
-                             {"parallel", Balanced("i")},
-                             {"narrow_coordinates", true},
-                             {"prefetch", prefetch}});
-      }
-    }
-    // Block rows of 2 and 4 (rows of a block share their columns, padded with zeros): a tile of
-    // each row's slice in registers, so each slice of B serves every row of the block.
-    for (auto [rows, width] :
-         {std::pair<int64_t, int64_t>{2, 32}, std::pair<int64_t, int64_t>{4, 16}}) {
-      const int64_t j = SplitUpTo(sizes.at("j"), width);
-      if (j < 4 || sizes.at("i") < 2 * rows) continue;
-      schedules.push_back({{"splits", {{"i", rows}, {"j", j}}},
-                           {"loop_order", {"i1", "j1", "k", "i0", "j0"}},
-                           {"format", {"i1:U", "k:C", "i0:U"}},
-                           {"parallel", Balanced("i1")},
-                           {"narrow_coordinates", true}});
-    }
-    const int64_t j = SplitUpTo(sizes.at("j"), 64);
-    for (int64_t budget : {llc / 2, llc / 4}) {
-      const int64_t width = SegmentWidth(sizes.at("k"), sizes.at("j") * value_bytes, budget);
-      if (width == 0 || j < 4) continue;
-      schedules.push_back({{"splits", {{"k", width}, {"j", j}}},
-                           {"loop_order", {"k1", "i", "j1", "k0", "j0"}},
-                           {"format", {"k1:U", "i:C", "k0:C"}},
-                           {"parallel", Balanced("i")},
-                           {"narrow_coordinates", true}});
-    }
+    SpmmRules(sizes, value_bytes, schedules);
   } else if (kernel == "sddmm" || kernel == "sddmm_nt") {
-    // A dot product per nonzero, four nonzeros of a row at a time sharing each load of B's row
-    // (with and without prefetching the rows of C they gather), or one at a time. C(k,j) is read
-    // along k: through a transposed copy unless it is given as C(j,k).
-    for (auto [unroll, prefetch] : {std::pair{4, 0}, std::pair{4, 4}, std::pair{1, 0}}) {
-      nlohmann::json s = {
-          {"loop_order", {"i", "j", "k"}}, {"format", {"i:U", "j:C"}}, {"parallel", Balanced("i")},
-          {"narrow_coordinates", true},    {"unroll", unroll},         {"prefetch", prefetch}};
-      if (kernel == "sddmm") s["transpose"] = {"C"};
-      schedules.push_back(s);
-    }
-    for (int64_t budget : {llc / 2, llc / 4}) {
-      const int64_t width = SegmentWidth(sizes.at("j"), sizes.at("k") * value_bytes, budget);
-      if (width == 0) continue;
-      nlohmann::json s = {
-          {"splits", {{"j", width}}},          {"loop_order", {"j1", "i", "j0", "k"}},
-          {"format", {"j1:U", "i:C", "j0:C"}}, {"parallel", Balanced("i")},
-          {"narrow_coordinates", true},        {"unroll", 4}};
-      if (kernel == "sddmm") s["transpose"] = {"C"};
-      schedules.push_back(s);
-    }
+    SddmmRules(kernel, sizes, value_bytes, schedules);
   } else if (kernel == "mttkrp") {
-    const int64_t j = SplitUpTo(sizes.at("j"), 64);
-    if (j >= 4) {
-      schedules.push_back({{"splits", {{"j", j}}},
-                           {"loop_order", {"i", "j1", "k", "l", "j0"}},
-                           {"format", {"i:C", "k:C", "l:C"}},
-                           {"parallel", Balanced("i")},
-                           {"narrow_coordinates", true}});
-    }
-    schedules.push_back({{"loop_order", {"i", "k", "l", "j"}},
-                         {"format", {"i:C", "k:C", "l:C"}},
-                         {"parallel", Balanced("i")},
-                         {"narrow_coordinates", true}});
+    MttkrpRules(sizes, schedules);
   }
   std::vector<TuneCandidate> out;
   for (const auto& json : schedules) {
