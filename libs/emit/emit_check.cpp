@@ -119,6 +119,127 @@ void* CompiledEmittedKernel::Symbol(const std::string& suffix) const {
   return handle_ ? dlsym(handle_, (name_ + suffix).c_str()) : nullptr;
 }
 
+namespace {
+
+// The functions of an emitted kernel's C ABI.
+struct EmittedAbi {
+  using PackFn = void* (*)(const int64_t*, int64_t, const int32_t* const*, const void*);
+  using UpdateFn = int (*)(void*, const void*);
+  using WideFn = int (*)(const void*);
+  using FreeFn = void (*)(void*);
+  using ErrorFn = const char* (*)();
+  PackFn pack = nullptr;
+  UpdateFn update = nullptr;
+  WideFn wide = nullptr;
+  void* compute = nullptr;
+  void* compute_tuned = nullptr;
+  void* output_size = nullptr;
+  FreeFn release = nullptr;
+  ErrorFn last_error = nullptr;
+  std::vector<void*> to_tuned, from_tuned;  // per conversion of the interface
+  bool complete = false;
+};
+
+EmittedAbi FindAbi(const CompiledEmittedKernel& kernel, const EmittedInterface& interface) {
+  EmittedAbi abi;
+  abi.pack = reinterpret_cast<EmittedAbi::PackFn>(kernel.Symbol("_pack_coo"));
+  abi.update = reinterpret_cast<EmittedAbi::UpdateFn>(kernel.Symbol("_update_values"));
+  abi.wide = reinterpret_cast<EmittedAbi::WideFn>(kernel.Symbol("_wide_coordinates"));
+  abi.compute = kernel.Symbol("_compute");
+  abi.compute_tuned = kernel.Symbol("_compute_tuned_order");
+  abi.output_size = kernel.Symbol("_output_size");
+  abi.release = reinterpret_cast<EmittedAbi::FreeFn>(kernel.Symbol("_free"));
+  abi.last_error = reinterpret_cast<EmittedAbi::ErrorFn>(kernel.Symbol("_last_error"));
+  abi.complete = abi.pack && abi.update && abi.wide && abi.compute && abi.compute_tuned &&
+                 abi.output_size && abi.release && abi.last_error;
+  for (const auto& conversion : interface.conversions) {
+    abi.to_tuned.push_back(kernel.Symbol("_to_tuned_order_" + conversion.name));
+    abi.from_tuned.push_back(kernel.Symbol("_from_tuned_order_" + conversion.name));
+    abi.complete = abi.complete && abi.to_tuned.back() && abi.from_tuned.back();
+  }
+  return abi;
+}
+
+// The entries shuffled, as a user may give them: values then go through the packer's position
+// of each entry.
+struct ShuffledEntries {
+  explicit ShuffledEntries(const CooTensor& tensor) : order(tensor.nnz()) {
+    const int64_t nnz = tensor.nnz();
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(11));
+    coords.assign(tensor.order(), std::vector<int32_t>(nnz));
+    for (int m = 0; m < tensor.order(); ++m) {
+      for (int64_t r = 0; r < nnz; ++r) coords[m][r] = tensor.coords[m][order[r]];
+    }
+    for (const auto& mode : coords) pointers.push_back(mode.data());
+  }
+  ValueBuffer Values(const CooTensor& t, DType dtype) const {
+    ValueBuffer values(dtype, static_cast<int64_t>(order.size()));
+    for (size_t r = 0; r < order.size(); ++r) values.Set(r, t.values[order[r]]);
+    return values;
+  }
+  std::vector<int64_t> order;
+  std::vector<std::vector<int32_t>> coords;
+  std::vector<const int32_t*> pointers;
+};
+
+// The dense inputs' arrays in the order the emitted calls take them.
+std::vector<const void*> DensePointers(const Expression& expression,
+                                       const std::vector<ValueBuffer>& inputs) {
+  std::vector<const void*> pointers;
+  for (size_t t = 1; t < expression.tensors.size(); ++t) {
+    if (static_cast<int>(t) != expression.sparse) pointers.push_back(inputs[t].data());
+  }
+  return pointers;
+}
+
+// The tuned order: operands converted once, the kernel called on them, the output back;
+// compared with `ref`.
+bool CheckTunedOrder(const EmittedAbi& abi, void* operand, const EmittedInterface& interface,
+                     const Expression& expression, const IndexSizes& sizes, DType dtype,
+                     const std::vector<ValueBuffer>& inputs, int64_t size,
+                     const ReferenceResult& ref, EmittedCheck& check) {
+  const std::vector<int64_t> dense_sizes = SizesOf(interface.dense_indices, sizes);
+  std::vector<ValueBuffer> tuned_inputs(inputs.begin(), inputs.end());
+  ValueBuffer tuned_output(dtype, size);
+  tuned_output.Fill(std::nan(""));
+  for (size_t c = 0; c < interface.conversions.size(); ++c) {
+    const auto& conversion = interface.conversions[c];
+    if (conversion.tensor == 0) continue;
+    const int status =
+        CallSized<int>(abi.to_tuned[c], operand, SizesOf(conversion.dense_indices, sizes),
+                       inputs[conversion.tensor].data(), tuned_inputs[conversion.tensor].data());
+    if (status != 0) {
+      check.reason = "to_tuned_order_" + conversion.name + " failed: " + abi.last_error();
+      return false;
+    }
+  }
+  const std::vector<const void*> tuned_pointers = DensePointers(expression, tuned_inputs);
+  if (CallSized<int>(abi.compute_tuned, operand, dense_sizes,
+                     static_cast<const void* const*>(tuned_pointers.data()),
+                     tuned_output.data()) != 0) {
+    check.reason = std::string("compute_tuned_order failed: ") + abi.last_error();
+    return false;
+  }
+  ValueBuffer output(dtype, size);
+  output.Fill(std::nan(""));
+  bool output_converted = false;
+  for (size_t c = 0; c < interface.conversions.size(); ++c) {
+    const auto& conversion = interface.conversions[c];
+    if (conversion.tensor != 0) continue;
+    output_converted = true;
+    if (CallSized<int>(abi.from_tuned[c], operand, SizesOf(conversion.dense_indices, sizes),
+                       static_cast<const void*>(tuned_output.data()), output.data()) != 0) {
+      check.reason = "from_tuned_order_" + conversion.name + " failed: " + abi.last_error();
+      return false;
+    }
+  }
+  return SameAsReference(output_converted ? output : tuned_output, ref, dtype,
+                         "compute_tuned_order", &check.reason, &check.max_error);
+}
+
+}  // namespace
+
 EmittedCheck CompiledEmittedKernel::Check(const Expression& expression, const IndexSizes& sizes,
                                           DType dtype, const CooTensor& tensor) const {
   EmittedCheck check;
@@ -127,29 +248,9 @@ EmittedCheck CompiledEmittedKernel::Check(const Expression& expression, const In
     check.reason = failure_;
     return check;
   }
-  using PackFn = void* (*)(const int64_t*, int64_t, const int32_t* const*, const void*);
-  using UpdateFn = int (*)(void*, const void*);
-  using WideFn = int (*)(const void*);
-  using FreeFn = void (*)(void*);
-  using ErrorFn = const char* (*)();
   const EmittedInterface interface = DescribeEmittedInterface("", expression);
-  auto pack = reinterpret_cast<PackFn>(Symbol("_pack_coo"));
-  auto update = reinterpret_cast<UpdateFn>(Symbol("_update_values"));
-  auto wide = reinterpret_cast<WideFn>(Symbol("_wide_coordinates"));
-  void* compute = Symbol("_compute");
-  void* compute_tuned = Symbol("_compute_tuned_order");
-  void* output_size = Symbol("_output_size");
-  auto release = reinterpret_cast<FreeFn>(Symbol("_free"));
-  auto last_error = reinterpret_cast<ErrorFn>(Symbol("_last_error"));
-  std::vector<void*> to_tuned, from_tuned;
-  bool complete =
-      pack && update && wide && compute && compute_tuned && output_size && release && last_error;
-  for (const auto& conversion : interface.conversions) {
-    to_tuned.push_back(Symbol("_to_tuned_order_" + conversion.name));
-    from_tuned.push_back(Symbol("_from_tuned_order_" + conversion.name));
-    complete = complete && to_tuned.back() && from_tuned.back();
-  }
-  if (!complete) {
+  const EmittedAbi abi = FindAbi(*this, interface);
+  if (!abi.complete) {
     check.reason = name_ + " lacks a function of the C ABI";
     return check;
   }
@@ -160,50 +261,32 @@ EmittedCheck CompiledEmittedKernel::Check(const Expression& expression, const In
     return check;
   }
 
-  // The entries shuffled, as a user may give them: values then go through the packer's
-  // position of each entry.
-  const int64_t nnz = tensor.nnz();
-  std::vector<int64_t> shuffled(nnz);
-  std::iota(shuffled.begin(), shuffled.end(), 0);
-  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(11));
-  std::vector<std::vector<int32_t>> coords(tensor.order(), std::vector<int32_t>(nnz));
-  for (int m = 0; m < tensor.order(); ++m) {
-    for (int64_t r = 0; r < nnz; ++r) coords[m][r] = tensor.coords[m][shuffled[r]];
-  }
-  std::vector<const int32_t*> coord_pointers;
-  for (const auto& mode : coords) coord_pointers.push_back(mode.data());
-  auto values_in_given_order = [&](const CooTensor& t) {
-    ValueBuffer values(dtype, nnz);
-    for (int64_t r = 0; r < nnz; ++r) values.Set(r, t.values[shuffled[r]]);
-    return values;
-  };
-  std::unique_ptr<void, FreeFn> operand(
-      pack(tensor.dims.data(), nnz, coord_pointers.data(), values_in_given_order(tensor).data()),
-      release);
+  const ShuffledEntries entries(tensor);
+  std::unique_ptr<void, EmittedAbi::FreeFn> operand(
+      abi.pack(tensor.dims.data(), tensor.nnz(), entries.pointers.data(),
+               entries.Values(tensor, dtype).data()),
+      abi.release);
   if (!operand) {
-    check.reason = std::string("the emitted packer refused the matrix: ") + last_error();
+    check.reason = std::string("the emitted packer refused the matrix: ") + abi.last_error();
     return check;
   }
-  check.wide_coordinates = wide(operand.get()) == 1;
+  check.wide_coordinates = abi.wide(operand.get()) == 1;
 
   const std::vector<ValueBuffer> inputs = MakeDenseInputs(expression, sizes, dtype);
-  std::vector<const void*> dense_inputs;
-  for (size_t t = 1; t < expression.tensors.size(); ++t) {
-    if (static_cast<int>(t) != expression.sparse) dense_inputs.push_back(inputs[t].data());
-  }
-  const int64_t size = CallSized<int64_t>(output_size, operand.get(), dense_sizes);
+  const std::vector<const void*> dense_inputs = DensePointers(expression, inputs);
+  const int64_t size = CallSized<int64_t>(abi.output_size, operand.get(), dense_sizes);
   if (size < 0) {
-    check.reason = std::string("output_size refused: ") + last_error();
+    check.reason = std::string("output_size refused: ") + abi.last_error();
     return check;
   }
   auto compute_default = [&](ValueBuffer& output) {
-    return CallSized<int>(compute, operand.get(), dense_sizes,
+    return CallSized<int>(abi.compute, operand.get(), dense_sizes,
                           static_cast<const void* const*>(dense_inputs.data()), output.data());
   };
   ValueBuffer output(dtype, size);
   output.Fill(std::nan(""));
   if (compute_default(output) != 0) {
-    check.reason = std::string("compute failed: ") + last_error();
+    check.reason = std::string("compute failed: ") + abi.last_error();
     return check;
   }
   if (!SameAsReference(output, ComputeReference(expression, tensor, sizes, inputs), dtype,
@@ -212,62 +295,23 @@ EmittedCheck CompiledEmittedKernel::Check(const Expression& expression, const In
 
   // Other values for the same entries, without packing again.
   CooTensor updated = tensor;
-  for (int64_t e = 0; e < nnz; ++e) updated.values[e] = 0.5 - tensor.values[e] * 0.75 + e % 3;
-  if (update(operand.get(), values_in_given_order(updated).data()) != 0) {
-    check.reason = std::string("update_values failed: ") + last_error();
+  for (int64_t e = 0; e < tensor.nnz(); ++e)
+    updated.values[e] = 0.5 - tensor.values[e] * 0.75 + e % 3;
+  if (abi.update(operand.get(), entries.Values(updated, dtype).data()) != 0) {
+    check.reason = std::string("update_values failed: ") + abi.last_error();
     return check;
   }
   const ReferenceResult ref = ComputeReference(expression, updated, sizes, inputs);
   output.Fill(std::nan(""));
   if (compute_default(output) != 0) {
-    check.reason = std::string("compute after update_values failed: ") + last_error();
+    check.reason = std::string("compute after update_values failed: ") + abi.last_error();
     return check;
   }
   if (!SameAsReference(output, ref, dtype, "compute after update_values", &check.reason,
                        &check.max_error))
     return check;
-
-  // The tuned order: operands converted once, the kernel called on them, the output back.
-  std::vector<ValueBuffer> tuned_inputs(inputs.begin(), inputs.end());
-  ValueBuffer tuned_output(dtype, size);
-  tuned_output.Fill(std::nan(""));
-  for (size_t c = 0; c < interface.conversions.size(); ++c) {
-    const auto& conversion = interface.conversions[c];
-    if (conversion.tensor == 0) continue;
-    const int status =
-        CallSized<int>(to_tuned[c], operand.get(), SizesOf(conversion.dense_indices, sizes),
-                       inputs[conversion.tensor].data(), tuned_inputs[conversion.tensor].data());
-    if (status != 0) {
-      check.reason = "to_tuned_order_" + conversion.name + " failed: " + last_error();
-      return check;
-    }
-  }
-  std::vector<const void*> tuned_pointers;
-  for (size_t t = 1; t < expression.tensors.size(); ++t) {
-    if (static_cast<int>(t) != expression.sparse) tuned_pointers.push_back(tuned_inputs[t].data());
-  }
-  if (CallSized<int>(compute_tuned, operand.get(), dense_sizes,
-                     static_cast<const void* const*>(tuned_pointers.data()),
-                     tuned_output.data()) != 0) {
-    check.reason = std::string("compute_tuned_order failed: ") + last_error();
-    return check;
-  }
-  output.Fill(std::nan(""));
-  bool output_converted = false;
-  for (size_t c = 0; c < interface.conversions.size(); ++c) {
-    const auto& conversion = interface.conversions[c];
-    if (conversion.tensor != 0) continue;
-    output_converted = true;
-    if (CallSized<int>(from_tuned[c], operand.get(), SizesOf(conversion.dense_indices, sizes),
-                       static_cast<const void*>(tuned_output.data()), output.data()) != 0) {
-      check.reason = "from_tuned_order_" + conversion.name + " failed: " + last_error();
-      return check;
-    }
-  }
-  if (!SameAsReference(output_converted ? output : tuned_output, ref, dtype, "compute_tuned_order",
-                       &check.reason, &check.max_error))
-    return check;
-  check.ok = true;
+  check.ok = CheckTunedOrder(abi, operand.get(), interface, expression, sizes, dtype, inputs, size,
+                             ref, check);
   return check;
 }
 
