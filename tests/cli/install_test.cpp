@@ -95,40 +95,10 @@ TEST(Install, TuneFindsTheInstalledModelsAndSaysWhenTheyAreGone) {
   EXPECT_EQ(r.err.find("no cost model"), std::string::npos) << r.err;
 }
 
-TEST(Install, AUsersProjectFindsThePackageAndLinksAnEmittedKernel) {
-  TempDir dir;
-  const std::string prefix = Install(dir);
-  const std::string db = dir.File("t.db");
-  const CliResult tune = RunProgram(prefix + "/bin/sparsetune",
-                                    {"tune", kExample, "--kernel", "spmv", "--db", db, "--no-model",
-                                     "--samples", "0", "--orderings", "none"});
-  ASSERT_EQ(tune.exit_code, 0) << tune.err;
-
-  // The winner made to renumber rows by METIS parts, as tune stores one that does: its kernel
-  // needs the installed orderings library, which sparsetune_add_kernel links.
-  sqlite3* handle = nullptr;
-  ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(handle,
-                         "UPDATE schedules SET canonical_json = json_set(canonical_json, "
-                         "'$.ordering', 'partition') WHERE id IN (SELECT schedule_id FROM winners)",
-                         nullptr, nullptr, &error),
-            SQLITE_OK)
-      << (error ? error : "");
-  sqlite3_free(error);
-  sqlite3_close(handle);
-
-  const std::string project = dir.path() + "/project";
-  fs::create_directories(project);
-  std::ofstream(project + "/CMakeLists.txt") << R"(cmake_minimum_required(VERSION 3.16)
-project(user LANGUAGES CXX)
-find_package(sparsetune 0.1 CONFIG REQUIRED)
-sparsetune_add_kernel(tuned_spmv MATRIX ")" << kExample
-                                             << R"(" KERNEL spmv DATABASE ")" << db << R"(")
-add_executable(user main.cpp)
-target_link_libraries(user PRIVATE tuned_spmv)
-)";
-  std::ofstream(project + "/main.cpp") << R"(#include <cmath>
+// A user's program around the emitted SpMV kernel: a small product, a matrix whose columns
+// pass 2^16, new values without packing again, both orders of a renumbered matrix, and the
+// thread count; it prints what agreed.
+const char* const kUserMain = R"(#include <cmath>
 #include <cstdio>
 #include <vector>
 #include <sparsetune/version.h>
@@ -226,6 +196,41 @@ int main() {
   return ok ? 0 : 1;
 }
 )";
+
+TEST(Install, AUsersProjectFindsThePackageAndLinksAnEmittedKernel) {
+  TempDir dir;
+  const std::string prefix = Install(dir);
+  const std::string db = dir.File("t.db");
+  const CliResult tune = RunProgram(prefix + "/bin/sparsetune",
+                                    {"tune", kExample, "--kernel", "spmv", "--db", db, "--no-model",
+                                     "--samples", "0", "--orderings", "none"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+
+  // The winner made to renumber rows by METIS parts, as tune stores one that does: its kernel
+  // needs the installed orderings library, which sparsetune_add_kernel links.
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(handle,
+                         "UPDATE schedules SET canonical_json = json_set(canonical_json, "
+                         "'$.ordering', 'partition') WHERE id IN (SELECT schedule_id FROM winners)",
+                         nullptr, nullptr, &error),
+            SQLITE_OK)
+      << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(handle);
+
+  const std::string project = dir.path() + "/project";
+  fs::create_directories(project);
+  std::ofstream(project + "/CMakeLists.txt") << R"(cmake_minimum_required(VERSION 3.16)
+project(user LANGUAGES CXX)
+find_package(sparsetune 0.1 CONFIG REQUIRED)
+sparsetune_add_kernel(tuned_spmv MATRIX ")" << kExample
+                                             << R"(" KERNEL spmv DATABASE ")" << db << R"(")
+add_executable(user main.cpp)
+target_link_libraries(user PRIVATE tuned_spmv)
+)";
+  std::ofstream(project + "/main.cpp") << kUserMain;
   const std::string build = dir.path() + "/project-build";
   CliResult r = RunProgram("cmake", {"-S", project, "-B", build, "-DCMAKE_PREFIX_PATH=" + prefix});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

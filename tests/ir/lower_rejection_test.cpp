@@ -87,10 +87,9 @@ json With(json schedule, const std::string& key, const json& value) {
   return schedule;
 }
 
-std::vector<RejectionCase> Cases() {
-  const std::string sddmm_producer = "t += B(i,j) * C(i,k) * D(j,k)";
-  const std::string gemm_producer = "t += B(i,j) * C(i,k) * D(j,k)";
-  std::vector<RejectionCase> cases = {
+// Cases of the variables, splits and format (sliced levels too).
+std::vector<RejectionCase> FormatCases() {
+  return {
       // ---- variables and splits
       {"SplitOfAnUnknownIndex",
        "spmv",
@@ -159,6 +158,12 @@ std::vector<RejectionCase> Cases() {
        Linear({"i1", "k", "i0"}, {"i1:U", "k:S", "i0:U"}, {{"i", 8}}, "k"),
        {"loop k over a sliced level cannot be parallel"},
        Linear({"i1", "k", "i0"}, {"i1:U", "k:S", "i0:U"}, {{"i", 8}}, "i1")},
+  };
+}
+
+// Cases of sparse outputs, transposed inputs and loops.
+std::vector<RejectionCase> OutputAndLoopCases() {
+  return {
       // ---- sparse outputs
       {"SparseOutputLevelsNotFirst",
        "spttm_spttm",
@@ -216,6 +221,14 @@ std::vector<RejectionCase> Cases() {
        Linear({"i", "k", "j1"}, {"i:U", "k:C"}, {{"j", 8}}),
        {"uses index j but no loop j0 encloses it"},
        Linear({"i", "k", "j1", "j0"}, {"i:U", "k:C"}, {{"j", 8}})},
+  };
+}
+
+// Cases of where nodes and their temporaries.
+std::vector<RejectionCase> TemporaryCases() {
+  const std::string sddmm_producer = "t += B(i,j) * C(i,k) * D(j,k)";
+  const std::string gemm_producer = "t += B(i,j) * C(i,k) * D(j,k)";
+  return {
       // ---- where nodes and their temporaries
       {"TemporaryNamedLikeATensor",
        "sddmm_spmm",
@@ -313,6 +326,12 @@ std::vector<RejectionCase> Cases() {
        SddmmSpmm("T(j)", Producer("T(j) += B(i,j) * C(i,k) * D(j,k)", {"j", "k"}),
                  Consumer("A(i,l) += T(j) * E(j,l)", {"j", "l"}), {"i"})},
   };
+}
+
+std::vector<RejectionCase> Cases() {
+  std::vector<RejectionCase> cases = FormatCases();
+  for (auto group : {OutputAndLoopCases(), TemporaryCases()})
+    cases.insert(cases.end(), group.begin(), group.end());
   return cases;
 }
 

@@ -299,6 +299,62 @@ class SlurmRun : public ::testing::Test {
   std::string dir_, catalog_, root_, cache_;
 };
 
+// The merged database of an array against one process's over the same matrices: the same
+// matrices, winner keys and candidates; each winner the fastest stored measurement of its
+// matrix; the merged winners the shards' winners, unchanged.
+void ExpectMergedEqualsOneProcess(const std::string& merged, const std::string& single,
+                                  const std::string& work) {
+  const std::string matrices_sql =
+      "SELECT fingerprint, name, nnz, source_path FROM matrices ORDER BY fingerprint";
+  const std::string keys_sql =
+      "SELECT x.fingerprint, w.kernel, w.dense, w.dtype, c.machine_key FROM winners w "
+      "JOIN matrices x ON x.id = w.matrix_id JOIN machines c ON c.id = w.machine_id "
+      "ORDER BY 1, 2, 3, 4, 5";
+  const std::string candidates_sql =
+      "SELECT x.fingerprint, s.hash FROM (SELECT matrix_id, schedule_id FROM measurements "
+      "UNION SELECT matrix_id, schedule_id FROM failures) r JOIN matrices x ON x.id = r.matrix_id "
+      "JOIN schedules s ON s.id = r.schedule_id ORDER BY 1, 2";
+  const auto keys = Query(merged, keys_sql);
+  EXPECT_EQ(keys.size(), kNames.size()) << "one winner per matrix, none missing";
+  EXPECT_EQ(keys, Query(single, keys_sql));
+  EXPECT_EQ(Query(merged, matrices_sql), Query(single, matrices_sql));
+  EXPECT_EQ(Count(merged,
+                  "SELECT COUNT(*) FROM matrices WHERE id NOT IN "
+                  "(SELECT matrix_id FROM winners)"),
+            0);
+  EXPECT_EQ(Query(merged, candidates_sql), Query(single, candidates_sql))
+      << "the same candidates measured for every matrix";
+  // Each winner is the fastest stored measurement of its matrix, as a single process picks it.
+  for (const std::string& db : {merged, single}) {
+    EXPECT_EQ(Count(db,
+                    "SELECT COUNT(*) FROM winners w WHERE NOT EXISTS (SELECT 1 FROM "
+                    "measurements m WHERE m.matrix_id = w.matrix_id AND m.schedule_id = "
+                    "w.schedule_id AND m.machine_id = w.machine_id AND m.dense = w.dense AND "
+                    "m.dtype = w.dtype AND m.verified = 1 AND m.median_ms = w.time_ms)"),
+              0)
+        << db;
+    EXPECT_EQ(Count(db,
+                    "SELECT COUNT(*) FROM winners w WHERE w.time_ms > (SELECT "
+                    "MIN(m.median_ms) FROM measurements m WHERE m.matrix_id = w.matrix_id "
+                    "AND m.machine_id = w.machine_id AND m.dense = w.dense AND m.dtype = "
+                    "w.dtype AND m.verified = 1)"),
+              0)
+        << db;
+  }
+  // The merged winners are the shards' winners, unchanged.
+  const std::string winners_sql =
+      "SELECT x.fingerprint, s.canonical_json, w.time_ms, w.fixed_csr_ms, w.updated_at "
+      "FROM winners w JOIN matrices x ON x.id = w.matrix_id JOIN schedules s ON "
+      "s.id = w.schedule_id ORDER BY 1";
+  std::vector<std::vector<std::string>> from_shards;
+  for (int t = 0; t < kTasks; ++t) {
+    for (auto& row : Query(work + "/shards/" + std::to_string(t) + ".db", winners_sql))
+      from_shards.push_back(std::move(row));
+  }
+  std::sort(from_shards.begin(), from_shards.end());
+  EXPECT_EQ(Query(merged, winners_sql), from_shards);
+}
+
 TEST_F(SlurmRun, ArrayStoppedMidwayResubmittedAndMergedEqualsOneProcess) {
   LocalCluster cluster(dir_ + "/cluster");
   const auto started = cluster.Start();
@@ -402,55 +458,7 @@ TEST_F(SlurmRun, ArrayStoppedMidwayResubmittedAndMergedEqualsOneProcess) {
   const double single_s = std::chrono::duration<double>(Clock::now() - t2).count();
 
   const std::string merged = work + "/sparsetune.db";
-  const std::string matrices_sql =
-      "SELECT fingerprint, name, nnz, source_path FROM matrices ORDER BY fingerprint";
-  const std::string keys_sql =
-      "SELECT x.fingerprint, w.kernel, w.dense, w.dtype, c.machine_key FROM winners w "
-      "JOIN matrices x ON x.id = w.matrix_id JOIN machines c ON c.id = w.machine_id "
-      "ORDER BY 1, 2, 3, 4, 5";
-  const std::string candidates_sql =
-      "SELECT x.fingerprint, s.hash FROM (SELECT matrix_id, schedule_id FROM measurements "
-      "UNION SELECT matrix_id, schedule_id FROM failures) r JOIN matrices x ON x.id = r.matrix_id "
-      "JOIN schedules s ON s.id = r.schedule_id ORDER BY 1, 2";
-  const auto keys = Query(merged, keys_sql);
-  EXPECT_EQ(keys.size(), kNames.size()) << "one winner per matrix, none missing";
-  EXPECT_EQ(keys, Query(single, keys_sql));
-  EXPECT_EQ(Query(merged, matrices_sql), Query(single, matrices_sql));
-  EXPECT_EQ(Count(merged,
-                  "SELECT COUNT(*) FROM matrices WHERE id NOT IN "
-                  "(SELECT matrix_id FROM winners)"),
-            0);
-  EXPECT_EQ(Query(merged, candidates_sql), Query(single, candidates_sql))
-      << "the same candidates measured for every matrix";
-  // Each winner is the fastest stored measurement of its matrix, as a single process picks it.
-  for (const std::string& db : {merged, single}) {
-    EXPECT_EQ(Count(db,
-                    "SELECT COUNT(*) FROM winners w WHERE NOT EXISTS (SELECT 1 FROM "
-                    "measurements m WHERE m.matrix_id = w.matrix_id AND m.schedule_id = "
-                    "w.schedule_id AND m.machine_id = w.machine_id AND m.dense = w.dense AND "
-                    "m.dtype = w.dtype AND m.verified = 1 AND m.median_ms = w.time_ms)"),
-              0)
-        << db;
-    EXPECT_EQ(Count(db,
-                    "SELECT COUNT(*) FROM winners w WHERE w.time_ms > (SELECT "
-                    "MIN(m.median_ms) FROM measurements m WHERE m.matrix_id = w.matrix_id "
-                    "AND m.machine_id = w.machine_id AND m.dense = w.dense AND m.dtype = "
-                    "w.dtype AND m.verified = 1)"),
-              0)
-        << db;
-  }
-  // The merged winners are the shards' winners, unchanged.
-  const std::string winners_sql =
-      "SELECT x.fingerprint, s.canonical_json, w.time_ms, w.fixed_csr_ms, w.updated_at "
-      "FROM winners w JOIN matrices x ON x.id = w.matrix_id JOIN schedules s ON "
-      "s.id = w.schedule_id ORDER BY 1";
-  std::vector<std::vector<std::string>> from_shards;
-  for (int t = 0; t < kTasks; ++t) {
-    for (auto& row : Query(work + "/shards/" + std::to_string(t) + ".db", winners_sql))
-      from_shards.push_back(std::move(row));
-  }
-  std::sort(from_shards.begin(), from_shards.end());
-  EXPECT_EQ(Query(merged, winners_sql), from_shards);
+  ExpectMergedEqualsOneProcess(merged, single, work);
 
   // Timing-dependent, so reported rather than asserted.
   const std::string schedules_sql =
