@@ -87,7 +87,7 @@ struct TuneReport {
   std::vector<std::string> emitted_files;
 
   double speedup_vs_fixed_csr() const { return winner_ms > 0 ? fixed_csr_ms / winner_ms : 0; }
-  // The DESIGN.md contract fields and more.
+  // `tune --json`: the fields schemas/tune.schema.json documents.
   nlohmann::json ToJson() const;
 };
 
