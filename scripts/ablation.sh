@@ -72,7 +72,8 @@ for line in sys.stdin:
       schedules+=(--schedule "$out/$name-$kernel-$run.schedule.json")
       counts+=("$(jq '[.candidates[] | select(.status == "ok")] | length' "$out/$name-$kernel-$run.json")")
     done
-    "${bin[@]}" bench "$file" --kernel "$kernel" --no-libraries --db "$out/model-$kernel.db" \
+    # An empty database: the three winners come as files; a stored one would be timed twice.
+    "${bin[@]}" bench "$file" --kernel "$kernel" --no-libraries --db "$out/bench-empty.db" \
       "${schedules[@]}" --json > "$out/$name-$kernel-bench.json" 2> "$out/$name-$kernel-bench.err" || {
       echo "ablation.sh: bench failed on $name ($kernel)" >&2; continue; }
     python3 - "$out/$name-$kernel-bench.json" "$name" "$kernel" "$nnz" "$out/$name-$kernel" "${counts[@]}" >> "$csv" <<'PY'

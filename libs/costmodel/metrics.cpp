@@ -27,8 +27,8 @@ nlohmann::json RankingMetrics::ToJson() const {
 namespace {
 
 // Expected figures of the best of k schedules drawn at random without replacement from
-// `times`: E[log(min / best)], P(min <= 1.1 best) and E[log(fixed / min)]. With the times sorted
-// ascending, the i-th (0-based) is the minimum of a k-subset with probability
+// `times`, sorted ascending: E[log(min / best)], P(min <= 1.1 best) and E[log(fixed / min)].
+// The i-th (0-based) is the minimum of a k-subset with probability
 // C(n-1-i, k-1) / C(n, k), a ratio computed as a running product to stay finite.
 struct RandomDraw {
   double log_regret = 0;
@@ -36,8 +36,7 @@ struct RandomDraw {
   double log_speedup = 0;
 };
 
-RandomDraw RandomBestOf(std::vector<double> times, size_t k, double fixed_csr_ms) {
-  std::sort(times.begin(), times.end());
+RandomDraw RandomBestOf(const std::vector<double>& times, size_t k, double fixed_csr_ms) {
   const size_t n = times.size();
   k = std::min(k, n);
   RandomDraw d;
@@ -66,8 +65,10 @@ RankingMetrics EvaluateRanking(const std::vector<RankedMatrix>& matrices) {
     if (n == 0) continue;
     ++m.matrices;
     pools.push_back(double(n));
-    const RandomDraw one = RandomBestOf(r.times, 1, 0);
-    const RandomDraw ten = RandomBestOf(r.times, 10, r.fixed_csr_ms);
+    std::vector<double> sorted = r.times;
+    std::sort(sorted.begin(), sorted.end());
+    const RandomDraw one = RandomBestOf(sorted, 1, 0);
+    const RandomDraw ten = RandomBestOf(sorted, 10, r.fixed_csr_ms);
     random_log_top1 += one.log_regret;
     random_log_top10 += ten.log_regret;
     random_within += ten.within_10pct;
