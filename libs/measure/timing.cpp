@@ -280,12 +280,27 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
   for (size_t c = 0; c < n; ++c) order[c] = c;
   RoundProbe probe(log);
   const auto start = std::chrono::steady_clock::now();
+  // One turn: untimed calls to settle, then timed ones for about as long.
+  auto turn = [&](size_t c) {
+    const bool settle = options.settle_ms > 0 && fastest[c] < kLongCallFactor * options.settle_ms;
+    if (settle) {
+      double settled_ms = 0;
+      for (int k = 0; k < kMaxTurnCalls && settled_ms < options.settle_ms && active[c]; ++k)
+        settled_ms += timed(c);
+    }
+    double timed_ms = 0;
+    for (int k = 0; k < kMaxTurnCalls && active[c]; ++k) {
+      const double ms = timed(c);
+      if (!active[c]) break;
+      samples[c].push_back(ms);
+      timed_ms += ms;
+      if (!settle || timed_ms >= options.settle_ms) break;
+    }
+  };
   for (int round = 0; round < options.max_reps; ++round) {
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t c : order) {
-      if (!active[c]) continue;
-      const double ms = timed(c);
-      if (active[c]) samples[c].push_back(ms);
+      if (active[c]) turn(c);
     }
     probe.Round();
     drop_far_behind();

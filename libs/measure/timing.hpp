@@ -20,6 +20,14 @@ struct TimingOptions {
   // round, a contender whose fastest run is over this many times the fastest run of all
   // leaves, its median from the runs it made (its first run when it leaves in warm-up).
   double drop_slower_than = 0;
+  // Interleaved timing only: each contender's turn in a round starts with untimed calls lasting
+  // at least settle_ms (at most kMaxTurnCalls), then times calls for about as long (at least
+  // one). A call right after other contenders ran finds its operands evicted, and a kernel
+  // whose working set is near the cache sizes takes 5-20 calls to reach the speed a loop
+  // calling it sees; timing that first call ranks kernels by how they start, not how they
+  // run. A contender whose calls take over kLongCallFactor * settle_ms streams more than the
+  // caches hold on every call and is not settled. 0: one timed call per turn.
+  double settle_ms = 2;
   // A busy machine (another process holding the cores) makes times meaningless. A timing is
   // disturbed when the timing threads, probed between rounds, waited for a CPU over
   // kBusyWaitShare of their time, or when a contender's median run is over disturbed_spread
@@ -33,6 +41,9 @@ struct TimingOptions {
   double disturbed_spread = 1.5;
   double disturbed_excess_ms = 0.02;
 };
+
+constexpr int kMaxTurnCalls = 32;
+constexpr double kLongCallFactor = 4;
 
 struct TimingResult {
   double median_ms = 0;
@@ -54,10 +65,11 @@ struct TimingResult {
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
 
 // Times several contenders fairly: each is warmed up the same way, then the timed runs go in
-// rounds, every round running each remaining contender once in a fresh shuffled order, so a
-// contender never profits from running after another (warm caches, a faster clock) more often
-// than its rivals do. Rounds continue until every contender has min_reps runs and the rounds
-// took min_total_ms per contender (or max_reps). A contender whose run exceeds max_ms_per_run,
+// rounds, every round giving each remaining contender one turn in a fresh shuffled order, so a
+// contender never profits from running after another (a faster clock, a quieter moment) more
+// often than its rivals do. A turn settles the contender before timing it (settle_ms), so
+// each is timed in the steady state of a loop that calls it. Rounds continue until there were
+// min_reps of them and they took min_total_ms per contender (or max_reps rounds). A contender whose run exceeds max_ms_per_run,
 // in warm-up or in a round, is marked timed_out and leaves the rounds. `seed` fixes the order.
 std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
                                           const TimingOptions& options, uint64_t seed = 1);

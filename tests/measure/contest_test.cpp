@@ -72,7 +72,9 @@ TEST_F(Contest, OneResultPerScheduleInInputOrder) {
     if (s == 1) continue;
     EXPECT_TRUE(results[s].ok()) << s << ": " << results[s].message;
     EXPECT_TRUE(results[s].verified) << s;
-    EXPECT_EQ(results[s].time.reps, 3) << s;
+    // Three rounds, each turn timing one call or more once the kernel settled.
+    EXPECT_GE(results[s].time.reps, 3) << s;
+    EXPECT_LE(results[s].time.reps, 3 * kMaxTurnCalls) << s;
     EXPECT_FALSE(results[s].time.timed_out) << s;
     EXPECT_LE(results[s].time.min_ms, results[s].time.median_ms) << s;
     EXPECT_LE(results[s].time.median_ms, results[s].time.max_ms) << s;
@@ -114,7 +116,9 @@ TEST_F(Contest, AMemoryBudgetClosesGroupsEarly) {
       MeasureTogether(runner_, schedules, jit_, options, observer);
   for (size_t s : {0, 2, 3, 4}) {
     EXPECT_TRUE(results[s].ok()) << s << ": " << results[s].message;
-    EXPECT_EQ(results[s].time.reps, 3) << s;
+    // Three rounds, each turn timing one call or more once the kernel settled.
+    EXPECT_GE(results[s].time.reps, 3) << s;
+    EXPECT_LE(results[s].time.reps, 3 * kMaxTurnCalls) << s;
   }
   EXPECT_EQ(group_sizes, (std::vector<size_t>{1, 1, 1, 1}));
   EXPECT_EQ(last_done, last_total);

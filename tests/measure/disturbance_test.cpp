@@ -37,6 +37,7 @@ TimingOptions Short() {
   o.max_reps = 8;
   o.min_total_ms = 0;
   o.disturbance_retries = 1;
+  o.settle_ms = 0;  // one call per turn: the counts below are rounds
   return o;
 }
 

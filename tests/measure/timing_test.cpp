@@ -32,8 +32,10 @@ TimingOptions Counts(int warmup, int min_reps, int max_reps) {
   o.min_reps = min_reps;
   o.max_reps = max_reps;
   o.min_total_ms = 0;
-  // Counted runs: a disturbed timing made again would add runs (TimingDisturbance covers it).
+  // Counted runs: a disturbed timing made again would add runs (TimingDisturbance covers it),
+  // and so would settling each turn (covered below).
   o.disturbance_retries = 0;
+  o.settle_ms = 0;
   return o;
 }
 
@@ -195,6 +197,29 @@ TEST(TimeInterleaved, RoundsContinueUntilTheMinimumTimeOrTheMaximumCount) {
   for (const auto& t : TimeInterleaved(many.Contenders(2), Counts(12, 1, 1))) EXPECT_EQ(t.reps, 1);
   EXPECT_EQ(many.Calls(0), 12 + 1);
   EXPECT_EQ(many.Calls(1), 12 + 1);
+}
+
+// A kernel whose first call after the others ran is slow (its operands were evicted) is timed
+// at the speed a loop calling it sees, because each turn settles it first; with settling off,
+// its first calls are what is timed.
+TEST(TimeInterleaved, EachTurnTimesTheContenderAfterItSettles) {
+  int last = -1;
+  std::vector<std::function<void()>> runs;
+  for (int c = 0; c < 3; ++c) {
+    runs.push_back([&last, c] {
+      // Cold right after another contender: 3 ms; warm: 0.2 ms.
+      std::this_thread::sleep_for(std::chrono::microseconds(last == c ? 200 : 3000));
+      last = c;
+    });
+  }
+  TimingOptions o = Counts(1, 4, 4);
+  o.settle_ms = 2;
+  for (const TimingResult& t : TimeInterleaved(runs, o, 5)) {
+    EXPECT_LT(t.median_ms, 1.5);
+    EXPECT_GE(t.reps, 4);
+  }
+  o.settle_ms = 0;
+  for (const TimingResult& t : TimeInterleaved(runs, o, 5)) EXPECT_GE(t.median_ms, 2.5);
 }
 
 // A contender far behind the fastest leaves after its first (warm-up) run, with that run as

@@ -84,7 +84,9 @@ std::string Method(const std::string& kernel) {
 
 void Compute(TorchKernel& k) {
   KeepOpenMpThreads keep;
-  at::set_num_threads(k.threads);
+  // Setting the count rebuilds LibTorch's thread pool, whose new threads spin on the cores the
+  // next contender is timed on: set only when it differs.
+  if (at::get_num_threads() != k.threads) at::set_num_threads(k.threads);
   if (k.kernel == "spmv") {
     k.out = at::mm(k.a, k.dense0.view({k.dense0.size(0), 1}));
   } else if (k.kernel == "spmm") {
