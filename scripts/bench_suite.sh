@@ -125,7 +125,7 @@ if in_sets graphs; then
 fi
 
 # bench --csv's columns, the first named for the suite's matrix instead of the file.
-echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags,threads" > "$csv"
+echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags,threads,disturbed" > "$csv"
 for entry in "${suite[@]}"; do
   IFS='|' read -r name file nnz <<< "$entry"
   [ -f "$file" ] || { echo "bench_suite.sh: missing $file; skipped" >&2; continue; }
@@ -166,6 +166,7 @@ awk -F, 'NR > 1 && $6 == "true" {
     if ($5 == "sparsetune" && $2 == "spmv" && $3 >= 10000000 && (!(key in dram) || $7 < dram_ms[key])) {
       dram[key] = $8 / $10; dram_ms[key] = $7 }
     kernels[$2] = 1; libs[$4] = ($5 == "library" || $5 == "hand")
+    if (NF >= 17) { benches[key] = 1; if ($17 == "true") busy[key] = 1 }
   }
   function row(k, label, l, mine, theirs,   s, c, key, p) {
     s = 0; c = 0
@@ -199,7 +200,15 @@ awk -F, 'NR > 1 && $6 == "true" {
       wins = 0; c = 0
       for (key in group) { split(key, p, ","); if (p[2] != k) continue; ++c; wins += fastest_is_group[key] }
       if (c) printf "%-8s GroupCOO was the fastest contender on %d of %d matrices\n", k, wins, c
+      # Did tune pick what bench finds fastest? The tuned winner within 5% of the best
+      # sparsetune kernel timed beside it.
+      near = 0; c = 0
+      for (key in tuned) { split(key, p, ","); if (p[2] != k) continue; ++c; near += tuned[key] <= 1.05 * best[key] }
+      if (c) printf "%-8s the tuned winner was within 5%% of the fastest sparsetune kernel on %d of %d matrices\n", k, near, c
     }
+    nb = 0; nbusy = 0
+    for (key in benches) { ++nb; nbusy += (key in busy) }
+    if (nb) printf "benches timed while the machine was busy (bench'"'"'s disturbance check): %d of %d\n", nbusy, nb
     s = 0; c = 0
     for (key in dram) { s += dram[key]; ++c }
     if (c) printf "spmv effective bandwidth on the %d DRAM-resident matrices: %.0f%% of the probe (mean)\n", c, 100 * s / c

@@ -104,7 +104,7 @@ double Flops(const std::string& kernel, const CooTensor& t, const IndexSizes& si
 // The columns of --csv, its first line.
 constexpr const char* kCsvHeader =
     "file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,"
-    "flop_probe_gflops,flop_share,version,flags,threads";
+    "flop_probe_gflops,flop_share,version,flags,threads,disturbed";
 
 // "1.2 MB", "32 MB".
 std::string FormatBytes(double bytes) {
@@ -485,13 +485,14 @@ nlohmann::json ReportJson(const BenchReport& r) {
 void PrintCsv(const BenchReport& r) {
   std::printf("%s\n", kCsvHeader);
   for (const auto& c : *r.contenders) {
-    std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%d\n",
+    std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%d,%s\n",
                 CsvField(r.o->file).c_str(), r.k->name.c_str(), (long long)r.tensor->nnz(),
                 CsvField(c->name).c_str(), c->kind.c_str(), c->verified ? "true" : "false",
                 c->verified ? c->time.median_ms : 0.0, c->verified ? r.gbs(*c) : 0.0, c->prepare_ms,
                 r.probe, c->verified ? r.gflops(*c) : 0.0, r.flop_probe.gflops,
                 c->verified ? r.gflops(*c) / r.flop_probe.gflops : 0.0,
-                CsvField(c->version).c_str(), CsvField(c->flags).c_str(), c->threads);
+                CsvField(c->version).c_str(), CsvField(c->flags).c_str(), c->threads,
+                r.timing_check.disturbed ? "true" : "false");
   }
 }
 
@@ -684,7 +685,8 @@ void RegisterBench(CLI::App& app, Context& context) {
   sub->add_flag("--csv", o->csv,
                 "One line per contender: file, kernel, nnz, contender, kind (sparsetune, library "
                 "or hand), verified, time_ms, effective_gbs, prepare_ms, probe_gbs, gflops, "
-                "flop_probe_gflops, flop_share, version, flags, threads, after a header line "
+                "flop_probe_gflops, flop_share, version, flags, threads, disturbed (the machine "
+                "was busy while timing), after a header line "
                 "(commas in file, contender, version and flags become semicolons)");
   sub->callback([o, sub] {
     o->threads_given = sub->count("--threads") > 0;

@@ -69,8 +69,9 @@ TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions&
 // contender never profits from running after another (a faster clock, a quieter moment) more
 // often than its rivals do. A turn settles the contender before timing it (settle_ms), so
 // each is timed in the steady state of a loop that calls it. Rounds continue until there were
-// min_reps of them and they took min_total_ms per contender (or max_reps rounds). A contender whose run exceeds max_ms_per_run,
-// in warm-up or in a round, is marked timed_out and leaves the rounds. `seed` fixes the order.
+// min_reps of them and they took min_total_ms per contender (or max_reps rounds). A contender whose
+// run exceeds max_ms_per_run, in warm-up or in a round, is marked timed_out and leaves the rounds.
+// `seed` fixes the order.
 std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
                                           const TimingOptions& options, uint64_t seed = 1);
 

@@ -102,7 +102,7 @@ TEST(BenchOutput, CsvStartsWithItsHeaderAndTheTableReadsInUnits) {
   std::getline(csv, header);
   EXPECT_EQ(header,
             "file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,"
-            "gflops,flop_probe_gflops,flop_share,version,flags,threads");
+            "gflops,flop_probe_gflops,flop_share,version,flags,threads,disturbed");
   const auto fields = [](const std::string& line) {
     return std::count(line.begin(), line.end(), ',') + 1;
   };
