@@ -123,6 +123,12 @@ void PrintSummary(const CollectReport& report) {
                  "processes\n",
                  report.kernel.c_str(), (long long)tally.busy_matrices);
   }
+  if (tally.disturbed > 0) {
+    std::fprintf(stderr,
+                 "collect %s: %lld schedules were timed while other processes held the cores, "
+                 "twice; they were not stored: collect again on a quiet machine to measure them\n",
+                 report.kernel.c_str(), (long long)tally.disturbed);
+  }
 }
 
 void RunCollect(const CollectOptions& o, Context& context) {

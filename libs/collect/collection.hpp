@@ -34,6 +34,9 @@ struct CollectTally {
   // before it show up as already stored: that many are not counted again as skipped.
   int64_t recounted = 0;
   int64_t busy_matrices = 0;  // measured while other processes held the cores
+  // Timed while other processes held the cores, twice: not stored, so the next run measures
+  // them again.
+  int64_t disturbed = 0;
 
   int64_t failed_total() const;
   // The state carried across a restart. Unreadable files and finished matrices are met again

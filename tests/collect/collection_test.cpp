@@ -13,7 +13,9 @@
 #include <set>
 
 #include "base/errors.hpp"
+#include "base/threads.hpp"
 #include "ir/kernels.hpp"
+#include "support/spinners.hpp"
 
 namespace sparsetune {
 namespace {
@@ -113,9 +115,9 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   EXPECT_EQ(last.done(), 8);
 
   const nlohmann::json json = report.ToJson();
-  for (const char* field :
-       {"kernel", "database", "files", "measured", "failed", "failed_by_reason", "skipped",
-        "unreadable", "restarts", "busy_matrices", "elapsed_s", "schedules_per_minute"})
+  for (const char* field : {"kernel", "database", "files", "measured", "failed", "failed_by_reason",
+                            "skipped", "unreadable", "restarts", "busy_matrices", "disturbed",
+                            "elapsed_s", "schedules_per_minute"})
     EXPECT_TRUE(json.contains(field)) << field;
 
   steps.clear();
@@ -127,6 +129,23 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   EXPECT_EQ(steps,
             (std::vector<std::string>{"a reading", "a sampling", "b reading", "b sampling"}));
   EXPECT_EQ(last.done(), 8);
+}
+
+// Times taken while other processes hold the cores (threads of this test spinning, more than
+// there are CPUs) are measured again and, still disturbed, never stored: a later run on a
+// quiet machine measures them. Only the verdict under heavy deliberate load is checked.
+TEST_F(CollectionTest, TimesTakenWhileTheCoresAreBusyAreNotStored) {
+  const std::string a = Matrix("a", 300, 3000, 3);
+  CollectRequest request = Spmv({a}, 1);
+  CollectReport report;
+  {
+    testing::Spinners busy(3 * HardwareThreads());
+    report = RunCollection(request, CollectObserver());
+  }
+  EXPECT_GT(report.tally.disturbed, 0);
+  EXPECT_EQ(report.tally.measured + report.tally.failed_total() + report.tally.disturbed, 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM measurements"), report.tally.measured);
+  EXPECT_EQ(report.ToJson().value("disturbed", int64_t(-1)), report.tally.disturbed);
 }
 
 TEST_F(CollectionTest, ABadFileIsReportedAndLeftOut) {
