@@ -1,5 +1,7 @@
 #include "train/training_data.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -80,13 +82,27 @@ class PatternFiles {
   std::map<std::string, std::string> by_origin_;
 };
 
-// A fixed share of the patterns, by fingerprint: the same patterns whatever the data's order.
-bool InSelectionShare(const std::string& fingerprint, double fraction) {
-  if (fraction <= 0) return false;
-  StableHasher hasher;
-  hasher.UpdateString(fingerprint);
-  const uint64_t bucket = hasher.Digest64() % 1000;
-  return bucket < static_cast<uint64_t>(fraction * 1000);
+// Moves round(fraction * n) of the n training patterns into the selection set: those whose
+// fingerprints hash lowest, so the same patterns whatever the data's order, and a fixed count
+// (a hash threshold gave MTTKRP's 21 patterns a selection of 2).
+void DrawSelection(double fraction, std::vector<TrainingMatrix>& train,
+                   std::vector<TrainingMatrix>& selection) {
+  const auto count = static_cast<size_t>(std::llround(std::max(0.0, fraction) * train.size()));
+  if (count == 0) return;
+  auto rank = [](const TrainingMatrix& m) {
+    StableHasher hasher;
+    hasher.UpdateString(m.fingerprint);
+    return std::make_pair(hasher.Digest64(), m.fingerprint);
+  };
+  std::vector<std::pair<std::pair<uint64_t, std::string>, size_t>> ranked;
+  for (size_t k = 0; k < train.size(); ++k) ranked.push_back({rank(train[k]), k});
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<bool> chosen(train.size(), false);
+  for (size_t k = 0; k < count && k < ranked.size(); ++k) chosen[ranked[k].second] = true;
+  std::vector<TrainingMatrix> kept;
+  for (size_t k = 0; k < train.size(); ++k)
+    (chosen[k] ? selection : kept).push_back(std::move(train[k]));
+  train = std::move(kept);
 }
 
 // What the model sees of each pattern, from its file.
@@ -185,14 +201,9 @@ TrainingSet LoadTrainingSet(const TrainingDataOptions& o, const WacoTemplate& wa
     const bool validation = validation_prints.count(print) > 0 ||
                             held_out_names.count(record->name) > 0 ||
                             made_from_held_out(record->source_path);
-    if (validation) {
-      set.validation.push_back(std::move(m));
-    } else if (InSelectionShare(print, o.selection_fraction)) {
-      set.selection.push_back(std::move(m));
-    } else {
-      set.train.push_back(std::move(m));
-    }
+    (validation ? set.validation : set.train).push_back(std::move(m));
   }
+  DrawSelection(o.selection_fraction, set.train, set.selection);
   if (o.max_matrices > 0 && static_cast<int>(set.train.size()) > o.max_matrices)
     set.train.resize(o.max_matrices);
   if (set.train.empty())

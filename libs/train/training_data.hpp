@@ -22,8 +22,9 @@ struct TrainingDataOptions {
   // Real matrices held out for validation (datasets/corpus/validation.txt: paths relative to
   // shared_dir); their patterns and any resize of them validate, never train.
   std::string validation_list;
-  // The share of the training patterns (by fingerprint) that chooses the epoch to keep
-  // instead of training; validation metrics are then those of a model that never saw them.
+  // The share of the training patterns (a fixed count, drawn by fingerprint hash) that chooses
+  // the epoch to keep instead of training; validation metrics are then those of a model that
+  // never saw them.
   double selection_fraction = 0.1;
   int max_matrices = 0;  // > 0: only this many training matrices (quick runs)
   double max_ms = 1000;  // slower measurements are dropped, as WACO does
