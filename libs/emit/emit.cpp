@@ -151,63 +151,27 @@ std::string SizeChecks(const EmittedKernel& k, const std::vector<std::string>& i
   return out;
 }
 
-std::string HeaderText(const EmittedKernel& k) {
-  const Expression& e = k.e;
+// The header's paragraph on coordinate widths.
+std::string CoordinatesParagraph(const EmittedKernel& k) {
+  if (!k.wide_variant) return "Coordinates are stored in 32 bits: every matrix of this kind fits.";
+  std::string narrow;
+  for (size_t l = 0; l < k.encodings.size(); ++l) {
+    const LevelSpec& spec = k.nest.storage.levels[l];
+    if (spec.kind == LevelKind::kDense) continue;
+    narrow += (narrow.empty() ? "" : ", ") + std::string("level ") + std::to_string(l) + " (" +
+              k.nest.level_vars[l].name + ":" + LevelKindLetter(spec.kind) + ") " +
+              k.encodings[l].Describe();
+  }
+  return "Coordinates. Tuned on a pattern whose coordinates fit " + narrow +
+         " (u: unsigned bits; +base: relative to each segment's first). A matrix whose "
+         "coordinates do not fit them is packed with 32-bit coordinates and runs a "
+         "second variant of the kernel, compiled for those; " +
+         k.name + "_wide_coordinates(a) says which variant an operand runs.";
+}
+
+// The header's paragraph on the tuned row and column order.
+std::string OrderingParagraph(const EmittedKernel& k) {
   const std::string& name = k.name;
-  const std::string& value_type = k.value_type;
-  const TensorInfo& sparse = e.sparse_input();
-  const std::string sparse_text = k.TensorText(e.sparse);
-  // The prose, a paragraph per string, wrapped below.
-  std::vector<std::string> prose;
-  prose.push_back("Build: c++ -std=c++17 -O3 -fopenmp -c " + name +
-                  ".cpp (tune timed it with -march=native too)" +
-                  (k.external_ordering
-                       ? "; link with -lsparsetune_orderings (CMake: sparsetune::orderings, which "
-                         "sparsetune_add_kernel links), sparsetune's METIS and igraph orderings."
-                       : "."));
-  prose.push_back("The C ABI. Values are " + k.value + " (" + value_type +
-                  "); dense operands and outputs are row-major arrays that the caller owns and "
-                  "that a call uses only while it runs.");
-  prose.push_back("Operands. " + name + "_pack_coo" +
-                  (k.order == 2 ? " and " + name + "_pack_csr copy" : std::string(" copies")) +
-                  " the sparse operand " + sparse_text +
-                  " into the tuned format; the operand returned owns that copy until " + name +
-                  "_free, so the caller's arrays may go at once. Entries may come in any order "
-                  "but must be distinct.");
-  prose.push_back("Value order. " + name +
-                  "_update_values gives an operand new values for the same entries, one per "
-                  "entry in the order they were given to pack (" +
-                  (k.order == 2 ? "_pack_coo: its order; _pack_csr: row by row, as col_idx lists "
-                                  "them"
-                                : "_pack_coo's order") +
-                  "). The packing is kept: no sorting, ordering or allocation; padding stays "
-                  "zero.");
-  if (k.wide_variant) {
-    std::string narrow;
-    for (size_t l = 0; l < k.encodings.size(); ++l) {
-      const LevelSpec& spec = k.nest.storage.levels[l];
-      if (spec.kind == LevelKind::kDense) continue;
-      narrow += (narrow.empty() ? "" : ", ") + std::string("level ") + std::to_string(l) + " (" +
-                k.nest.level_vars[l].name + ":" + LevelKindLetter(spec.kind) + ") " +
-                k.encodings[l].Describe();
-    }
-    prose.push_back("Coordinates. Tuned on a pattern whose coordinates fit " + narrow +
-                    " (u: unsigned bits; +base: relative to each segment's first). A matrix whose "
-                    "coordinates do not fit them is packed with 32-bit coordinates and runs a "
-                    "second variant of the kernel, compiled for those; " +
-                    name + "_wide_coordinates(a) says which variant an operand runs.");
-  } else {
-    prose.push_back("Coordinates are stored in 32 bits: every matrix of this kind fits.");
-  }
-  if (!k.dense_indices.empty()) {
-    std::string tuned;
-    for (const auto& index : k.dense_indices)
-      tuned += (tuned.empty() ? "" : ", ") + index + " = " + std::to_string(k.sizes.at(index));
-    prose.push_back("Dense sizes. Tuned for " + tuned + " (" + name +
-                    "_DENSE_<index>); every call takes the sizes as arguments, any from 1 "
-                    "(register tiles are compiled for the tuned split; other sizes take the "
-                    "general loop where a tile does not fill).");
-  }
   std::string ordering;
   if (k.ordered()) {
     ordering =
@@ -234,9 +198,51 @@ std::string HeaderText(const EmittedKernel& k) {
         "and the _tuned_order calls copy (code written for a kernel whose schedule renumbers rows "
         "builds against this one too).";
   }
-  if (e.sparse_output_prefix > 0)
+  if (k.e.sparse_output_prefix > 0)
     ordering += " The sparse output is in the caller's order on either path.";
-  prose.push_back(ordering);
+  return ordering;
+}
+
+// The header's prose, a paragraph per string (wrapped by HeaderText).
+std::vector<std::string> HeaderProse(const EmittedKernel& k) {
+  const std::string& name = k.name;
+  const std::string& value_type = k.value_type;
+  const std::string sparse_text = k.TensorText(k.e.sparse);
+  std::vector<std::string> prose;
+  prose.push_back("Build: c++ -std=c++17 -O3 -fopenmp -c " + name +
+                  ".cpp (tune timed it with -march=native too)" +
+                  (k.external_ordering
+                       ? "; link with -lsparsetune_orderings (CMake: sparsetune::orderings, which "
+                         "sparsetune_add_kernel links), sparsetune's METIS and igraph orderings."
+                       : "."));
+  prose.push_back("The C ABI. Values are " + k.value + " (" + value_type +
+                  "); dense operands and outputs are row-major arrays that the caller owns and "
+                  "that a call uses only while it runs.");
+  prose.push_back("Operands. " + name + "_pack_coo" +
+                  (k.order == 2 ? " and " + name + "_pack_csr copy" : std::string(" copies")) +
+                  " the sparse operand " + sparse_text +
+                  " into the tuned format; the operand returned owns that copy until " + name +
+                  "_free, so the caller's arrays may go at once. Entries may come in any order "
+                  "but must be distinct.");
+  prose.push_back("Value order. " + name +
+                  "_update_values gives an operand new values for the same entries, one per "
+                  "entry in the order they were given to pack (" +
+                  (k.order == 2 ? "_pack_coo: its order; _pack_csr: row by row, as col_idx lists "
+                                  "them"
+                                : "_pack_coo's order") +
+                  "). The packing is kept: no sorting, ordering or allocation; padding stays "
+                  "zero.");
+  prose.push_back(CoordinatesParagraph(k));
+  if (!k.dense_indices.empty()) {
+    std::string tuned;
+    for (const auto& index : k.dense_indices)
+      tuned += (tuned.empty() ? "" : ", ") + index + " = " + std::to_string(k.sizes.at(index));
+    prose.push_back("Dense sizes. Tuned for " + tuned + " (" + name +
+                    "_DENSE_<index>); every call takes the sizes as arguments, any from 1 "
+                    "(register tiles are compiled for the tuned split; other sizes take the "
+                    "general loop where a tile does not fill).");
+  }
+  prose.push_back(OrderingParagraph(k));
   prose.push_back(
       "Threads. Calls run on the threads OpenMP gives the calling thread (omp_get_max_threads(): "
       "OMP_NUM_THREADS, omp_set_num_threads)" +
@@ -255,22 +261,14 @@ std::string HeaderText(const EmittedKernel& k) {
       "entries, an operand the format cannot hold) a call returning a pointer returns NULL and one "
       "returning int or int64_t returns -1, and changes nothing; " +
       name + "_last_error() (per thread) says why. 0 is success.");
+  return prose;
+}
 
-  std::ostringstream h;
-  h << "/* Generated by sparsetune for " << e.text << "\n"
-    << "   Schedule: " << k.schedule.CanonicalJson() << "\n";
-  for (const auto& paragraph : prose) h << "\n" << Wrapped(paragraph, "   ", 96);
-  h << "*/\n"
-    << "#pragma once\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-    << "typedef struct " << name << "_operand " << name << "_operand;\n"
-    << "typedef " << k.value << " " << value_type << ";  /* the values' type */\n\n";
-  for (const auto& index : k.dense_indices) {
-    h << "#define " << name << "_DENSE_" << index << " " << k.sizes.at(index)
-      << "  /* the size tuned for */\n";
-  }
-  if (!k.dense_indices.empty()) h << "\n";
-
-  // Packing.
+// The declarations of packing: from COO and CSR, new values, the variant, freeing.
+void DeclarePacking(const EmittedKernel& k, std::ostringstream& h) {
+  const std::string& name = k.name;
+  const std::string& value_type = k.value_type;
+  const std::string sparse_text = k.TensorText(k.e.sparse);
   h << "/* Packs " << sparse_text
     << " from coordinates (0-based, one array per mode, nnz entries) and one value\n"
        "   per entry. */\n"
@@ -289,8 +287,15 @@ std::string HeaderText(const EmittedKernel& k) {
        "ones. */\n"
     << "int " << name << "_wide_coordinates(const " << name << "_operand* a);\n"
     << "void " << name << "_free(" << name << "_operand* a);\n\n";
+}
 
-  // Computing.
+// The declarations of computing, in the caller's order and in the tuned one, and of the
+// conversions between the two.
+void DeclareComputing(const EmittedKernel& k, std::ostringstream& h) {
+  const Expression& e = k.e;
+  const std::string& name = k.name;
+  const std::string& value_type = k.value_type;
+  const TensorInfo& sparse = e.sparse_input();
   std::string inputs_doc;
   for (int t : k.dense_inputs) inputs_doc += (inputs_doc.empty() ? "" : ", ") + k.TensorText(t);
   const std::string sizes_doc =
@@ -329,6 +334,29 @@ std::string HeaderText(const EmittedKernel& k) {
       << k.SizeParameters(t) << ", const " << value_type << "* " << T << "_tuned, " << value_type
       << "* " << T << ");\n";
   }
+}
+
+std::string HeaderText(const EmittedKernel& k) {
+  const Expression& e = k.e;
+  const std::string& name = k.name;
+  const std::string& value_type = k.value_type;
+  const std::vector<std::string> prose = HeaderProse(k);
+  std::ostringstream h;
+  h << "/* Generated by sparsetune for " << e.text << "\n"
+    << "   Schedule: " << k.schedule.CanonicalJson() << "\n";
+  for (const auto& paragraph : prose) h << "\n" << Wrapped(paragraph, "   ", 96);
+  h << "*/\n"
+    << "#pragma once\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+    << "typedef struct " << name << "_operand " << name << "_operand;\n"
+    << "typedef " << k.value << " " << value_type << ";  /* the values' type */\n\n";
+  for (const auto& index : k.dense_indices) {
+    h << "#define " << name << "_DENSE_" << index << " " << k.sizes.at(index)
+      << "  /* the size tuned for */\n";
+  }
+  if (!k.dense_indices.empty()) h << "\n";
+
+  DeclarePacking(k, h);
+  DeclareComputing(k, h);
   h << "\n/* Threads for every later call: n > 0, or 0 for OpenMP's count. */\n"
     << "int " << name << "_set_threads(int n);\n"
     << "/* The threads the next call on this thread uses. */\n"
@@ -339,25 +367,22 @@ std::string HeaderText(const EmittedKernel& k) {
   return h.str();
 }
 
-// The packer (sparsetune's own, verbatim), the tuned format, the operand, threads and errors,
-// and the pack entry points.
-std::string PackerText(const EmittedKernel& k) {
+// The packer (sparsetune's own, verbatim), threads and errors, the tuned format and the
+// operand.
+std::string PackerPreambleText(const EmittedKernel& k) {
   const StorageFormat& format = k.nest.storage;
   const TensorInfo& sparse = k.e.sparse_input();
   const std::string& name = k.name;
-  const int prefix = k.e.sparse_output_prefix;
   const std::string order = std::to_string(k.order);
   std::vector<int64_t> split_per_mode;
   for (const auto& index : sparse.indices) split_per_mode.push_back(k.nest.splits.at(index));
-  std::vector<std::string> levels, encodings;
+  std::vector<std::string> levels;
   for (size_t l = 0; l < format.levels.size(); ++l) {
     const LevelSpec& spec = format.levels[l];
     levels.push_back("{" +
                      List(std::vector<int>{spec.mode, static_cast<int>(spec.part),
                                            static_cast<int>(spec.kind), spec.group}) +
                      "}");
-    encodings.push_back("{" + std::to_string(k.encodings[l].bits) + ", " +
-                        (k.encodings[l].relative ? "true" : "false") + "}");
   }
   std::ostringstream c;
   c << "// sparsetune's packer, as sparsetune packs while tuning.\n"
@@ -411,47 +436,66 @@ std::string PackerText(const EmittedKernel& k) {
     << "  // prefix of the input entries (in sorted order), as the caller's output rows.\n"
     << "  std::vector<int64_t> output_rows;\n};\n\n";
 
-  if (k.ordered()) {
-    c << "namespace {\n\n"
-      << "constexpr int st_ordering = " << static_cast<int>(k.ordering()) << ";  // "
-      << OrderingName(k.ordering()) << "\n\n";
-    if (k.external_ordering) {
-      c << "bool st_order_graph(int kind, const sparsetune::pattern_ordering::Adjacency& g,\n"
-        << "                    std::vector<int32_t>* new_of_old, std::string* refusal) {\n"
-        << "  new_of_old->resize(g.n);\n"
-        << "  char error[512] = \"\";\n"
-        << "  if (sparsetune_order_graph(kind, g.n, g.start.data(), g.neighbours.data(),\n"
-        << "                             new_of_old->data(), error, sizeof error) == 0)\n"
-        << "    return true;\n"
-        << "  *refusal = error;\n  return false;\n}\n\n";
-    } else {
-      c << "bool st_order_graph(int, const sparsetune::pattern_ordering::Adjacency&,\n"
-        << "                    std::vector<int32_t>*, std::string* refusal) {\n"
-        << "  *refusal = \"this kernel computes its own ordering only\";\n  return false;\n}\n\n";
-    }
-    c << "// Renumbers the pattern by the tuned ordering, computed from it; a matrix the ordering\n"
-      << "// is not for (a rectangular one, for a symmetric ordering) keeps its order.\n"
-      << "bool st_renumber(" << name << "_operand* a, const int32_t* const* coords,\n"
-      << "                 std::vector<int32_t>* renumbered, const int32_t** renumbered_coords) {\n"
-      << "  namespace ordering = sparsetune::pattern_ordering;\n"
-      << "  if (!ordering::Applies(st_ordering, a->dims[0], a->dims[1])) return true;\n"
-      << "  std::vector<int32_t> new_of_old[2];\n"
-      << "  std::string refusal;\n"
-      << "  if (!ordering::OrderMatrix(st_ordering, a->dims[0], a->dims[1], a->nnz, coords[0],\n"
-      << "                             coords[1], st_order_graph, &new_of_old[0], &new_of_old[1],\n"
-      << "                             &refusal))\n"
-      << "    return st_refuse(refusal, false);\n"
-      << "  for (int m = 0; m < 2; ++m) {\n"
-      << "    if (new_of_old[m].empty()) continue;\n"
-      << "    renumbered[m].resize(a->nnz);\n"
-      << "    for (int64_t e = 0; e < a->nnz; ++e) renumbered[m][e] = "
-         "new_of_old[m][coords[m][e]];\n"
-      << "    renumbered_coords[m] = renumbered[m].data();\n"
-      << "    a->old_of_new[m] = ordering::Inverse(new_of_old[m]);\n"
-      << "  }\n  return true;\n}\n\n"
-      << "}  // namespace\n\n";
-  }
+  return c.str();
+}
 
+// The tuned ordering, computed by the packer from the caller's pattern (ordered schedules).
+std::string RenumberText(const EmittedKernel& k) {
+  if (!k.ordered()) return "";
+  const std::string& name = k.name;
+  std::ostringstream c;
+  c << "namespace {\n\n"
+    << "constexpr int st_ordering = " << static_cast<int>(k.ordering()) << ";  // "
+    << OrderingName(k.ordering()) << "\n\n";
+  if (k.external_ordering) {
+    c << "bool st_order_graph(int kind, const sparsetune::pattern_ordering::Adjacency& g,\n"
+      << "                    std::vector<int32_t>* new_of_old, std::string* refusal) {\n"
+      << "  new_of_old->resize(g.n);\n"
+      << "  char error[512] = \"\";\n"
+      << "  if (sparsetune_order_graph(kind, g.n, g.start.data(), g.neighbours.data(),\n"
+      << "                             new_of_old->data(), error, sizeof error) == 0)\n"
+      << "    return true;\n"
+      << "  *refusal = error;\n  return false;\n}\n\n";
+  } else {
+    c << "bool st_order_graph(int, const sparsetune::pattern_ordering::Adjacency&,\n"
+      << "                    std::vector<int32_t>*, std::string* refusal) {\n"
+      << "  *refusal = \"this kernel computes its own ordering only\";\n  return false;\n}\n\n";
+  }
+  c << "// Renumbers the pattern by the tuned ordering, computed from it; a matrix the ordering\n"
+    << "// is not for (a rectangular one, for a symmetric ordering) keeps its order.\n"
+    << "bool st_renumber(" << name << "_operand* a, const int32_t* const* coords,\n"
+    << "                 std::vector<int32_t>* renumbered, const int32_t** renumbered_coords) {\n"
+    << "  namespace ordering = sparsetune::pattern_ordering;\n"
+    << "  if (!ordering::Applies(st_ordering, a->dims[0], a->dims[1])) return true;\n"
+    << "  std::vector<int32_t> new_of_old[2];\n"
+    << "  std::string refusal;\n"
+    << "  if (!ordering::OrderMatrix(st_ordering, a->dims[0], a->dims[1], a->nnz, coords[0],\n"
+    << "                             coords[1], st_order_graph, &new_of_old[0], &new_of_old[1],\n"
+    << "                             &refusal))\n"
+    << "    return st_refuse(refusal, false);\n"
+    << "  for (int m = 0; m < 2; ++m) {\n"
+    << "    if (new_of_old[m].empty()) continue;\n"
+    << "    renumbered[m].resize(a->nnz);\n"
+    << "    for (int64_t e = 0; e < a->nnz; ++e) renumbered[m][e] = "
+       "new_of_old[m][coords[m][e]];\n"
+    << "    renumbered_coords[m] = renumbered[m].data();\n"
+    << "    a->old_of_new[m] = ordering::Inverse(new_of_old[m]);\n"
+    << "  }\n  return true;\n}\n\n"
+    << "}  // namespace\n\n";
+  return c.str();
+}
+
+// The entry point that packs from coordinates: checks, the ordering, the tuned widths (and
+// 32-bit ones when they do not fit), the values and the sparse output's rows.
+std::string PackCooText(const EmittedKernel& k) {
+  const std::string& name = k.name;
+  const int prefix = k.e.sparse_output_prefix;
+  const std::string order = std::to_string(k.order);
+  std::vector<std::string> encodings;
+  for (const auto& encoding : k.encodings)
+    encodings.push_back("{" + std::to_string(encoding.bits) + ", " +
+                        (encoding.relative ? "true" : "false") + "}");
+  std::ostringstream c;
   const std::string pack_coo = name + "_pack_coo";
   c << "extern \"C\" " << name << "_operand* " << pack_coo
     << "(const int64_t* dims, int64_t nnz, const int32_t* const* coords, const " << k.value
@@ -525,30 +569,44 @@ std::string PackerText(const EmittedKernel& k) {
     << "} catch (const std::exception& error) {\n"
     << "  return st_refuse<" << name << "_operand*>(std::string(\"" << pack_coo
     << ": \") + error.what(), nullptr);\n}\n\n";
-  if (k.order == 2) {
-    const std::string pack_csr = name + "_pack_csr";
-    c << "extern \"C\" " << name << "_operand* " << pack_csr << "(int64_t rows, int64_t cols, "
-      << "const int64_t* row_ptr, const int32_t* col_idx, const " << k.value << "* values) try {\n"
-      << "  if (!row_ptr || rows < 0 || rows > (int64_t(1) << 31))\n"
-      << "    return st_refuse<" << name << "_operand*>(\"" << pack_csr
-      << ": row_ptr must not be null, and rows from 0 to 2^31\", nullptr);\n"
-      << "  const int64_t nnz = row_ptr[rows];\n"
-      << "  for (int64_t r = 0; r < rows; ++r) {\n"
-      << "    if (row_ptr[r] < 0 || row_ptr[r] > row_ptr[r + 1] || row_ptr[r + 1] > nnz)\n"
-      << "      return st_refuse<" << name << "_operand*>(\"" << pack_csr
-      << ": row_ptr must rise from 0 to row_ptr[rows]\", nullptr);\n"
-      << "  }\n"
-      << "  std::vector<int32_t> row(nnz);\n"
-      << "  for (int64_t r = 0; r < rows; ++r)\n"
-      << "    for (int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p) row[p] = "
-         "static_cast<int32_t>(r);\n"
-      << "  const int32_t* coords[2] = {row.data(), col_idx};\n"
-      << "  const int64_t dims[2] = {rows, cols};\n"
-      << "  return " << pack_coo << "(dims, nnz, coords, values);\n"
-      << "} catch (const std::exception& error) {\n"
-      << "  return st_refuse<" << name << "_operand*>(std::string(\"" << pack_csr
-      << ": \") + error.what(), nullptr);\n}\n\n";
-  }
+  return c.str();
+}
+
+// The entry point that packs from CSR (matrices), through the COO one.
+std::string PackCsrText(const EmittedKernel& k) {
+  if (k.order != 2) return "";
+  const std::string& name = k.name;
+  const std::string pack_coo = name + "_pack_coo";
+  std::ostringstream c;
+  const std::string pack_csr = name + "_pack_csr";
+  c << "extern \"C\" " << name << "_operand* " << pack_csr << "(int64_t rows, int64_t cols, "
+    << "const int64_t* row_ptr, const int32_t* col_idx, const " << k.value << "* values) try {\n"
+    << "  if (!row_ptr || rows < 0 || rows > (int64_t(1) << 31))\n"
+    << "    return st_refuse<" << name << "_operand*>(\"" << pack_csr
+    << ": row_ptr must not be null, and rows from 0 to 2^31\", nullptr);\n"
+    << "  const int64_t nnz = row_ptr[rows];\n"
+    << "  for (int64_t r = 0; r < rows; ++r) {\n"
+    << "    if (row_ptr[r] < 0 || row_ptr[r] > row_ptr[r + 1] || row_ptr[r + 1] > nnz)\n"
+    << "      return st_refuse<" << name << "_operand*>(\"" << pack_csr
+    << ": row_ptr must rise from 0 to row_ptr[rows]\", nullptr);\n"
+    << "  }\n"
+    << "  std::vector<int32_t> row(nnz);\n"
+    << "  for (int64_t r = 0; r < rows; ++r)\n"
+    << "    for (int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p) row[p] = "
+       "static_cast<int32_t>(r);\n"
+    << "  const int32_t* coords[2] = {row.data(), col_idx};\n"
+    << "  const int64_t dims[2] = {rows, cols};\n"
+    << "  return " << pack_coo << "(dims, nnz, coords, values);\n"
+    << "} catch (const std::exception& error) {\n"
+    << "  return st_refuse<" << name << "_operand*>(std::string(\"" << pack_csr
+    << ": \") + error.what(), nullptr);\n}\n\n";
+  return c.str();
+}
+
+// New values, the coordinate variant and freeing.
+std::string ValueEntryPointsText(const EmittedKernel& k) {
+  const std::string& name = k.name;
+  std::ostringstream c;
   c << "extern \"C\" int " << name << "_update_values(" << name << "_operand* a, const " << k.value
     << "* values) {\n"
     << "  if (!a || (a->nnz > 0 && !values))\n"
@@ -564,21 +622,36 @@ std::string PackerText(const EmittedKernel& k) {
   return c.str();
 }
 
-// The computation over the packed operand, the tuned order, threads and errors.
-std::string ComputeText(const EmittedKernel& k) {
+// The packer, the tuned format, the operand, threads and errors, and the pack entry points.
+std::string PackerText(const EmittedKernel& k) {
+  return PackerPreambleText(k) + RenumberText(k) + PackCooText(k) + PackCsrText(k) +
+         ValueEntryPointsText(k);
+}
+
+// The size of an index in emitted code: a mode of the operand, or a dense size given to the call.
+std::string DimOf(const EmittedKernel& k, const std::string& index) {
+  const int mode = k.SparseMode(index);
+  return mode >= 0 ? "a->dims[" + std::to_string(mode) + "]" : k.SizeName(index);
+}
+
+// The output's values per output row (per value of the sparse output's coordinate prefix), as
+// an emitted expression.
+std::string TrailingSize(const EmittedKernel& k) {
+  const Expression& e = k.e;
+  std::string trailing = "1";
+  for (size_t i = e.sparse_output_prefix; i < e.tensors[0].indices.size(); ++i)
+    trailing += " * " + DimOf(k, e.tensors[0].indices[i]);
+  return trailing;
+}
+
+// st_compute, the one body of both compute entry points: checks, the kernel's arguments,
+// the call, and a sparse output's rows put back in order.
+std::string ComputeBodyText(const EmittedKernel& k) {
   const Expression& e = k.e;
   const TensorInfo& sparse = e.sparse_input();
   const std::string& name = k.name;
   const std::string& value = k.value;
-  // The size of an index: a mode of the operand, or a dense size given to the call.
-  auto dim_of = [&](const std::string& index) {
-    const int mode = k.SparseMode(index);
-    return mode >= 0 ? "a->dims[" + std::to_string(mode) + "]" : k.SizeName(index);
-  };
-  std::string trailing = "1";
-  for (size_t i = e.sparse_output_prefix; i < e.tensors[0].indices.size(); ++i)
-    trailing += " * " + dim_of(e.tensors[0].indices[i]);
-
+  const std::string trailing = TrailingSize(k);
   std::ostringstream c;
   // One body for both entry points: tuned_order says whether dense operands indexed by a mode
   // of the operand come in the tuned order.
@@ -600,7 +673,7 @@ std::string ComputeText(const EmittedKernel& k) {
   c << "  st_args args;\n  std::memset(&args, 0, sizeof(args));\n";
   for (size_t i = 0; i < e.indices.size(); ++i) {
     const std::string& index = e.indices[i];
-    c << "  args.dims[" << i << "] = " << dim_of(index) << ";\n  args.splits[" << i
+    c << "  args.dims[" << i << "] = " << DimOf(k, index) << ";\n  args.splits[" << i
       << "] = " << k.nest.splits.at(index) << ";\n";
   }
   c << "  for (size_t l = 0; l < a->levels.size(); ++l) {\n"
@@ -639,7 +712,13 @@ std::string ComputeText(const EmittedKernel& k) {
     c << "  args.output = output;\n  return " << kernel_call << ";\n}\n\n";
   }
 
-  // Dense operands between the caller's order and the tuned one.
+  return c.str();
+}
+
+// st_permute: dense operands between the caller's order and the tuned one; it closes the
+// anonymous namespace ComputeBodyText opened.
+std::string PermuteText() {
+  std::ostringstream c;
   c << "// Row-major dims[0] x ... x dims[rank - 1]: tuned[n0][n1]... = given[o0][o1]... (or the\n"
     << "// other way), o_d = old_of_new[d][n_d] where dimension d is renumbered.\n"
     << "[[maybe_unused]] void st_permute(const value_t* from, value_t* to, int rank,\n"
@@ -677,6 +756,15 @@ std::string ComputeText(const EmittedKernel& k) {
     << "    }\n  }\n}\n\n"
     << "}  // namespace\n\n";
 
+  return c.str();
+}
+
+// The compute entry points (caller's order and tuned order) and the output's size.
+std::string ComputeEntryPointsText(const EmittedKernel& k) {
+  const std::string& name = k.name;
+  const std::string& value = k.value;
+  const std::string trailing = TrailingSize(k);
+  std::ostringstream c;
   c << "extern \"C\" int " << name << "_compute(const " << name << "_operand* a"
     << k.SizeParameters(-1) << ", const " << value << "* const* inputs, " << value
     << "* output) {\n"
@@ -693,19 +781,28 @@ std::string ComputeText(const EmittedKernel& k) {
     << k.SizeParameters(-1) << ") {\n"
     << "  if (!a) return st_refuse<int64_t>(\"" << output_size << ": the operand is null\");\n"
     << SizeChecks(k, k.SizesOf(-1), output_size, "int64_t(-1)");
-  if (e.sparse_output_prefix > 0) {
+  if (k.e.sparse_output_prefix > 0) {
     c << "  return static_cast<int64_t>(a->output_rows.size()) * (" << trailing << ");\n}\n\n";
   } else {
     c << "  return " << trailing << ";\n}\n\n";
   }
 
+  return c.str();
+}
+
+// The conversions of each dense operand between the caller's order and the tuned one.
+std::string ConversionEntryPointsText(const EmittedKernel& k) {
+  const Expression& e = k.e;
+  const std::string& name = k.name;
+  const std::string& value = k.value;
+  std::ostringstream c;
   for (int t : k.convertible) {
     const std::string& T = k.tensor_names[t];
     const auto& indices = e.tensors[t].indices;
     std::vector<std::string> dims, perms;
     for (const auto& index : indices) {
       const int mode = k.SparseMode(index);
-      dims.push_back(dim_of(index));
+      dims.push_back(DimOf(k, index));
       perms.push_back(mode >= 0 ? "&a->old_of_new[" + std::to_string(mode) + "]" : "nullptr");
     }
     for (int to_tuned : {1, 0}) {
@@ -725,6 +822,13 @@ std::string ComputeText(const EmittedKernel& k) {
     }
   }
 
+  return c.str();
+}
+
+// Threads and errors.
+std::string ThreadEntryPointsText(const EmittedKernel& k) {
+  const std::string& name = k.name;
+  std::ostringstream c;
   c << "extern \"C\" int " << name << "_set_threads(int n) {\n"
     << "  if (n < 0)\n    return st_refuse(\"" << name
     << "_set_threads: \" + std::to_string(n) + \" threads; give n > 0, or 0 for OpenMP's "
@@ -734,6 +838,12 @@ std::string ComputeText(const EmittedKernel& k) {
     << "extern \"C\" const char* " << name
     << "_last_error(void) { return st_last_error.c_str(); }\n";
   return c.str();
+}
+
+// The computation over the packed operand, the tuned order, threads and errors.
+std::string ComputeText(const EmittedKernel& k) {
+  return ComputeBodyText(k) + PermuteText() + ComputeEntryPointsText(k) +
+         ConversionEntryPointsText(k) + ThreadEntryPointsText(k);
 }
 
 // The generated kernel with its entry point renamed `entry` and made local.
