@@ -2,13 +2,10 @@
 // contract: exit code 2 and one stderr line naming the file, the line and the cause.
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -18,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-extern char** environ;
+#include "support/process.hpp"
 
 namespace {
 
@@ -31,36 +28,13 @@ struct Outcome {
 
 // Runs `sparsetune info path` with stdout discarded and stderr captured.
 Outcome RunInfo(const std::string& path) {
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return {};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[1]);
-  std::string binary = SPARSETUNE_BINARY;
-  std::string command = "info";
-  std::string file = path;
-  char* argv[] = {binary.data(), command.data(), file.data(), nullptr};
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(pipe_fds[1]);
+  const std::string err_path = ::testing::TempDir() + "bad_input_" + std::to_string(getpid()) +
+                               ".err";
   Outcome outcome;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t got = read(pipe_fds[0], buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    outcome.stderr_text.append(buffer, static_cast<size_t>(got));
-  }
-  close(pipe_fds[0]);
-  if (spawned != 0) return outcome;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  outcome.exit_code = sparsetune::testing::WaitForExit(sparsetune::testing::StartProcess(
+      {SPARSETUNE_BINARY, "info", path}, "/dev/null", err_path));
+  outcome.stderr_text = sparsetune::testing::ReadText(err_path);
+  std::remove(err_path.c_str());
   return outcome;
 }
 

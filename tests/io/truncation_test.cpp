@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,8 +17,7 @@
 #include "io/read.hpp"
 #include "io/read_internal.hpp"
 #include "io_test_util.hpp"
-
-extern char** environ;
+#include "support/process.hpp"
 
 namespace sparsetune {
 namespace {
@@ -106,17 +104,9 @@ TEST(MappedFile, TruncatedWhileTheCommandReadsItExitsTwo) {
     {
       std::ofstream(path, std::ios::binary) << text;
     }
-    std::string binary = SPARSETUNE_BINARY, info = "info";
-    std::string file = path;
-    char* argv[] = {binary.data(), info.data(), file.data(), nullptr};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
+    const pid_t pid = sparsetune::testing::StartProcess({SPARSETUNE_BINARY, "info", path},
+                                                        "/dev/null", err_path);
+    ASSERT_GT(pid, 0);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     bool truncated = false;
     int status = 0;
@@ -133,9 +123,7 @@ TEST(MappedFile, TruncatedWhileTheCommandReadsItExitsTwo) {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
-    std::stringstream err_stream;
-    err_stream << std::ifstream(err_path).rdbuf();
-    const std::string err = err_stream.str();
+    const std::string err = sparsetune::testing::ReadText(err_path);
     ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status) << "\n" << err;
     const int code = WEXITSTATUS(status);
     if (!truncated) continue;  // finished before its mapping was seen
