@@ -28,11 +28,11 @@ struct Outcome {
 
 // Runs `sparsetune info path` with stdout discarded and stderr captured.
 Outcome RunInfo(const std::string& path) {
-  const std::string err_path = ::testing::TempDir() + "bad_input_" + std::to_string(getpid()) +
-                               ".err";
+  const std::string err_path =
+      ::testing::TempDir() + "bad_input_" + std::to_string(getpid()) + ".err";
   Outcome outcome;
-  outcome.exit_code = sparsetune::testing::WaitForExit(sparsetune::testing::StartProcess(
-      {SPARSETUNE_BINARY, "info", path}, "/dev/null", err_path));
+  outcome.exit_code = sparsetune::testing::WaitForExit(
+      sparsetune::testing::StartProcess({SPARSETUNE_BINARY, "info", path}, "/dev/null", err_path));
   outcome.stderr_text = sparsetune::testing::ReadText(err_path);
   std::remove(err_path.c_str());
   return outcome;

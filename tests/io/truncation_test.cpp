@@ -87,7 +87,8 @@ bool Maps(pid_t pid, const std::string& path) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::string line;
   while (std::getline(maps, line)) {
-    if (line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0)
+    if (line.size() >= path.size() &&
+        line.compare(line.size() - path.size(), path.size(), path) == 0)
       return true;
   }
   return false;
@@ -101,11 +102,9 @@ TEST(MappedFile, TruncatedWhileTheCommandReadsItExitsTwo) {
   int changed_reports = 0;
   // The command may finish reading before the truncation lands; a few attempts see it caught.
   for (int attempt = 0; attempt < 6 && changed_reports == 0; ++attempt) {
-    {
-      std::ofstream(path, std::ios::binary) << text;
-    }
-    const pid_t pid = sparsetune::testing::StartProcess({SPARSETUNE_BINARY, "info", path},
-                                                        "/dev/null", err_path);
+    { std::ofstream(path, std::ios::binary) << text; }
+    const pid_t pid =
+        sparsetune::testing::StartProcess({SPARSETUNE_BINARY, "info", path}, "/dev/null", err_path);
     ASSERT_GT(pid, 0);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     bool truncated = false;
