@@ -32,6 +32,7 @@ struct CollectOptions {
   double progress_seconds = 10;
   int compile_jobs = 2;
   double wait_idle_s = 0;
+  std::string on_busy;
   bool json = false;
 };
 
@@ -149,6 +150,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
   request.hard_limit_s = o.hard_limit_s;
   request.compile_jobs = o.compile_jobs;
   request.wait_idle_s = o.wait_idle_s;
+  if (!o.on_busy.empty()) request.on_busy = ParseBusyPolicy(o.on_busy, "--on-busy");
   request.carried = TakeCarriedTally();
 
   ProgressPrinter printer(o.progress_seconds);
@@ -218,6 +220,12 @@ void RegisterCollect(CLI::App& app, Context& context) {
                   "(other processes distort the times of small parallel kernels)")
       ->check(FiniteNumber(true, 1e7))
       ->capture_default_str();
+  sub->add_option("--on-busy", o->on_busy,
+                  "Times taken while other processes held the cores: \"fail\" measures them "
+                  "again and, still disturbed, leaves them unstored for the next run; \"store\" "
+                  "measures again and stores anyway; \"ignore\" measures once and stores. "
+                  "Default: $SPARSETUNE_ON_BUSY, else fail")
+      ->check(CLI::IsMember({"fail", "store", "ignore"}));
   sub->add_option("--compile-jobs", o->compile_jobs, "Kernels compiled at once")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

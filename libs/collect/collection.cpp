@@ -221,7 +221,7 @@ class Collection {
     if (watchdog_) watchdog_->Disarm();
     for (size_t s = 0; s < pending.size(); ++s) {
       const RunResult& r = results[s];
-      if (r.ok() && r.time.disturbed) {
+      if (r.ok() && r.time.disturbed && request_.on_busy == BusyPolicy::kFail) {
         // Never stored as a clean time; the next run measures it again.
         ++tally_.disturbed;
         --progress_.total;
@@ -244,6 +244,7 @@ class Collection {
   void MeasureDisturbedAgain(KernelRunner& runner, const TuningKey& key,
                              const std::vector<const TuneCandidate*>& pending,
                              std::vector<RunResult>& results) {
+    if (request_.on_busy == BusyPolicy::kIgnore) return;
     std::vector<const TuneCandidate*> again;
     std::vector<size_t> where;
     for (size_t s = 0; s < pending.size(); ++s) {
@@ -334,6 +335,7 @@ class Collection {
     contest.run.timing.max_reps = 10000;
     contest.run.timing.min_total_ms = 50;
     contest.run.timing.max_ms_per_run = request_.max_ms;
+    if (request_.on_busy == BusyPolicy::kIgnore) contest.run.timing.disturbance_retries = 0;
     contest.compile_jobs = request_.compile_jobs;
     contest.seed = request_.seed;
     return MeasureTogether(runner, schedules, jit_, contest, observer);

@@ -14,6 +14,7 @@
 
 #include "base/dtype.hpp"
 #include "ir/expression.hpp"
+#include "tune/measuring.hpp"
 
 namespace sparsetune {
 
@@ -65,6 +66,9 @@ struct CollectRequest {
   double hard_limit_s = 0;
   int compile_jobs = 2;
   double wait_idle_s = 0;  // before each matrix, wait up to this long for the cores to be idle
+  // Times taken while other processes held the cores are measured again; kFail leaves those
+  // still disturbed unstored, kStore stores them anyway, kIgnore stores them without retrying.
+  BusyPolicy on_busy = BusyPolicyFromEnvironment();
   // What a runaway kernel re-executes, the tally in kCollectStateVariable: this process's
   // command line (RestartWatchdog::OwnCommandLine). Empty: no watchdog, runs are waited for.
   std::vector<std::string> restart_command;

@@ -137,6 +137,7 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
 TEST_F(CollectionTest, TimesTakenWhileTheCoresAreBusyAreNotStored) {
   const std::string a = Matrix("a", 300, 3000, 3);
   CollectRequest request = Spmv({a}, 1);
+  request.on_busy = BusyPolicy::kFail;
   CollectReport report;
   {
     testing::Spinners busy(3 * HardwareThreads());
@@ -146,6 +147,23 @@ TEST_F(CollectionTest, TimesTakenWhileTheCoresAreBusyAreNotStored) {
   EXPECT_EQ(report.tally.measured + report.tally.failed_total() + report.tally.disturbed, 2);
   EXPECT_EQ(Count("SELECT count(*) FROM measurements"), report.tally.measured);
   EXPECT_EQ(report.ToJson().value("disturbed", int64_t(-1)), report.tally.disturbed);
+}
+
+// Asked to store anyway ("store", or "ignore" as the test suite runs), disturbed times are kept.
+TEST_F(CollectionTest, BusyTimesAreStoredWhenAskedTo) {
+  const std::string a = Matrix("a", 300, 3000, 3);
+  for (const BusyPolicy policy : {BusyPolicy::kStore, BusyPolicy::kIgnore}) {
+    CollectRequest request = Spmv({a}, 1);
+    request.db_path = (dir_ / (policy == BusyPolicy::kStore ? "store.db" : "ignore.db")).string();
+    request.on_busy = policy;
+    CollectReport report;
+    {
+      testing::Spinners busy(3 * HardwareThreads());
+      report = RunCollection(request, CollectObserver());
+    }
+    EXPECT_EQ(report.tally.disturbed, 0);
+    EXPECT_EQ(report.tally.measured + report.tally.failed_total(), 2);
+  }
 }
 
 TEST_F(CollectionTest, ABadFileIsReportedAndLeftOut) {
