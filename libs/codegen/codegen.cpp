@@ -495,14 +495,15 @@ class Emitter {
   void EmitScratchCache() {
     const std::string slots = std::to_string(ScratchSlots());
     Line("#include <atomic>");
-    // A kept buffer starts with its size (64 bytes of header keep the data aligned), so the
-    // pointer and its size change hands in one atomic exchange.
+    // A kept buffer starts with its size (64 bytes of header keep the data on a cache line, so
+    // vector loads of its rows do not straddle two), so the pointer and its size change hands
+    // in one atomic exchange.
     Line("static std::atomic<char*> st_scratch_kept[" + slots + "];");
     Line("static void* st_scratch_take(int slot, int64_t bytes) {");
     Line("  char* kept = st_scratch_kept[slot].exchange(nullptr);");
     Line("  if (kept && *(int64_t*)kept >= bytes) return kept + 64;");
     Line("  free(kept);");
-    Line("  char* fresh = (char*)malloc(64 + (bytes > 0 ? bytes : 1));");
+    Line("  char* fresh = (char*)aligned_alloc(64, 64 + (bytes + 63) / 64 * 64);");
     Line("  *(int64_t*)fresh = bytes;");
     Line("  return fresh + 64;");
     Line("}");
@@ -1022,8 +1023,8 @@ class Emitter {
     ++depth_;
     for (int t : n.thread_temps) {
       const std::string T = std::to_string(t);
-      Line("value_t* __restrict tmp" + T + " = (value_t*)malloc(sizeof(value_t) * tmp" + T +
-           "_size);");
+      Line("value_t* __restrict tmp" + T + " = (value_t*)aligned_alloc(64, (sizeof(value_t) * tmp" +
+           T + "_size + 63) / 64 * 64);");
     }
     if (n.balanced) {
       for (int acc : n.reductions) Line("value_t acc" + std::to_string(acc) + " = 0;");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/bulk_allocator.hpp"
 #include "base/dtype.hpp"
 #include "ir/expression.hpp"
 
@@ -37,8 +38,9 @@ class ValueBuffer {
  private:
   DType dtype_ = DType::kF32;
   int64_t size_ = 0;
-  std::vector<float> f32_;
-  std::vector<double> f64_;
+  // Cache-line aligned, as a user's own dense operands would be (Eigen's, PyTorch's).
+  BulkVector<float> f32_;
+  BulkVector<double> f64_;
 };
 
 using IndexSizes = std::map<std::string, int64_t>;

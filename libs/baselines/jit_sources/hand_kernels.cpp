@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #ifndef ST_VALUE
@@ -24,18 +25,42 @@ namespace {
 
 using V = ST_VALUE;
 
+// Dense rows on cache lines, as a careful programmer allocates them (aligned_alloc), so that
+// vector loads of a row do not straddle two lines; the tuned kernels get the same.
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <class U>
+  bool operator==(const CacheLineAllocator<U>&) const {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const CacheLineAllocator<U>&) const {
+    return false;
+  }
+};
+template <class T>
+using Array = std::vector<T, CacheLineAllocator<T>>;
+
 enum class Kernel { kSpmv, kSpmm, kSddmm, kSddmmNt };
 
 struct State {
   Kernel kernel = Kernel::kSpmv;
   int threads = 1;
   int64_t rows = 0, cols = 0, width = 1;
-  std::vector<int64_t> row_ptr;
-  std::vector<int32_t> col;
-  std::vector<V> values;
-  std::vector<V> b, c;  // dense inputs as given
-  std::vector<V> ct;    // sddmm: C transposed at every call
-  std::vector<V> out;
+  Array<int64_t> row_ptr;
+  Array<int32_t> col;
+  Array<V> values;
+  Array<V> b, c;  // dense inputs as given
+  Array<V> ct;    // sddmm: C transposed at every call
+  Array<V> out;
 };
 
 // y = A x: one dot product per row.
