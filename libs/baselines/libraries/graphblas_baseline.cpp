@@ -261,9 +261,12 @@ class GraphBlasBaseline : public Baseline {
   }
 
  private:
-  // GraphBLAS takes ownership of a packed array, which must come from its allocator (malloc).
+  // GraphBLAS takes ownership of a packed array, which must come from its allocator (malloc,
+  // freed with free): aligned_alloc's blocks are freed the same way, and put the rows on cache
+  // lines as the other contenders' are (malloc's 16 bytes split a vector load over two lines).
   static V* Values(const ValueBuffer* values, GrB_Index count) {
-    V* x = static_cast<V*>(std::malloc(std::max<GrB_Index>(count, 1) * sizeof(V)));
+    const size_t bytes = (std::max<GrB_Index>(count, 1) * sizeof(V) + 63) / 64 * 64;
+    V* x = static_cast<V*>(std::aligned_alloc(64, bytes));
     if (!x) throw InternalError("GraphBLAS: out of memory for a dense operand");
     for (GrB_Index k = 0; k < count; ++k)
       x[k] = values ? static_cast<V>(values->Get(static_cast<int64_t>(k))) : V(0);
