@@ -220,12 +220,7 @@ void RegisterCollect(CLI::App& app, Context& context) {
                   "(other processes distort the times of small parallel kernels)")
       ->check(FiniteNumber(true, 1e7))
       ->capture_default_str();
-  sub->add_option("--on-busy", o->on_busy,
-                  "Times taken while other processes held the cores: \"fail\" measures them "
-                  "again and, still disturbed, leaves them unstored for the next run; \"store\" "
-                  "measures again and stores anyway; \"ignore\" measures once and stores. "
-                  "Default: $SPARSETUNE_ON_BUSY, else fail")
-      ->check(CLI::IsMember({"fail", "store", "ignore"}));
+  AddOnBusyOption(sub, o->on_busy, "leaves them unstored for the next run");
   sub->add_option("--compile-jobs", o->compile_jobs, "Kernels compiled at once")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -323,12 +323,7 @@ void RegisterTune(CLI::App& app, Context& context) {
   sub->add_option("--emit", o->emit,
                   "Write the winner's standalone kernel (header, source, "
                   "schedule JSON) into this folder");
-  sub->add_option("--on-busy", o->on_busy,
-                  "Other processes holding the cores make times meaningless: \"fail\" measures "
-                  "again and, still disturbed, stores nothing (exit code 3); \"store\" measures "
-                  "again and stores anyway; \"ignore\" measures once and stores (both say so). "
-                  "Default: $SPARSETUNE_ON_BUSY, else fail")
-      ->check(CLI::IsMember({"fail", "store", "ignore"}));
+  AddOnBusyOption(sub, o->on_busy, "stores nothing (exit code 3)");
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->add_flag("--explain", o->explain, "Also say how to read the report");
   sub->callback([o, &context] { RunTune(*o); });

@@ -181,6 +181,16 @@ Schedule SampleSchedule(const std::string& kernel, const Expression& expression,
   return SampleGenericSchedule(expression, sizes, rng, options);
 }
 
+void AddOnBusyOption(CLI::App* sub, std::string& on_busy, const std::string& unstored) {
+  sub->add_option("--on-busy", on_busy,
+                  "Times taken while other processes held the cores: \"fail\" measures them "
+                  "again and, still disturbed, " +
+                      unstored +
+                      "; \"store\" measures again and stores anyway; \"ignore\" measures once "
+                      "and stores. Default: $SPARSETUNE_ON_BUSY, else fail")
+      ->check(CLI::IsMember({"fail", "store", "ignore"}));
+}
+
 void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings) {
   sub->add_option_function<std::string>(
          "--orderings",

@@ -56,6 +56,10 @@ Schedule SampleSchedule(const std::string& kernel, const Expression& expression,
 // schedules, into `orderings` (auto: TuneRequest's defaults).
 void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings);
 
+// --on-busy fail|store|ignore, into `on_busy` (empty: $SPARSETUNE_ON_BUSY, else fail);
+// `unstored` says what "fail" does with times still disturbed after measuring again.
+void AddOnBusyOption(CLI::App* sub, std::string& on_busy, const std::string& unstored);
+
 // Option checks (CLI11 validators; a failed check ends the command with exit code 2).
 // A thread count: 0 (all) up to kThreadsPerCpu times the CPUs this process may use.
 constexpr int kThreadsPerCpu = 4;
