@@ -430,6 +430,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
   out["disturbed"] = r.timing_check.disturbed;
   out["disturbance"] = r.timing_check.disturbance;
   out["timing_attempts"] = r.timing_check.attempts;
+  out["thread_round_trip_ns"] = r.timing_check.round_trip_ns;
   out["effective_bytes"] = r.bytes;
   out["llc_bytes"] = r.llc_bytes;
   out["flops"] = r.flops;
@@ -589,8 +590,12 @@ void PrintTable(const BenchReport& r) {
     if (!c->method.empty()) std::printf("      %s\n", c->method.c_str());
   }
   std::printf("  machine    %s%s (timed %d times)\n",
-              r.timing_check.disturbed ? "busy, these times are not to be trusted: " : "quiet",
+              r.timing_check.disturbed ? "disturbed, these times are not to be trusted: " : "quiet",
               r.timing_check.disturbance.c_str(), r.timing_check.attempts);
+  // Where the threads ran: kernels that share written data between threads depend on it.
+  if (r.timing_check.round_trip_ns > 0)
+    std::printf("  threads    a cache line's round trip between two of them: %.0f ns\n",
+                r.timing_check.round_trip_ns);
 }
 
 void RunBench(const BenchOptions& o) {

@@ -141,7 +141,7 @@ void PrintReport(const TuneReport& r, bool explain) {
                 100 * r.noise);
   }
   if (r.disturbed) {
-    std::printf("  machine     busy: %s; stored anyway (--on-busy)\n", r.disturbance.c_str());
+    std::printf("  machine     disturbed: %s; stored anyway (--on-busy)\n", r.disturbance.c_str());
   } else if (!r.from_db) {
     std::printf("  machine     quiet%s\n", r.measure_attempts > 1 ? " after measuring again" : "");
   }

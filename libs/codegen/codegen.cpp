@@ -280,19 +280,27 @@ class Emitter {
   }
 
   // A transposed input whose rows (its copy's rows: SDDMM's C(k,j) read as C^T(j,k)) are split
-  // and whose outer part is the nest's outermost loop, serial: its copy holds one slice of rows
-  // at a time, transposed at the start of each iteration of that loop, so it stays in cache
-  // for the computation that reads it instead of passing through memory whole. Null otherwise,
-  // and for a renumbered input, whose whole copy is permuted after its transposition.
+  // and whose outer part is the nest's outermost loop: its copy holds one slice of rows at a
+  // time, transposed at the start of each iteration of that loop, so it stays in cache for the
+  // computation that reads it instead of passing through memory whole. With the loop serial,
+  // all threads transpose each slice together and share it; with it parallel, each thread
+  // transposes its own slices into its own copy, which no other core reads (a slice written by
+  // one core and read by another crosses between last-level caches when the two do not share
+  // one: 1.8x slower). Null otherwise, and for a renumbered input, whose whole copy is permuted
+  // after its transposition.
   const NestNode* SliceLoop(int tensor) const {
     if (!IsTransposed(tensor) || e_.tensors[tensor].indices.size() != 2 || IsReordered(tensor))
       return nullptr;
     const NestNode* root = nest_.root.get();
     const std::string rows = nest_.StorageIndices(tensor)[0];
-    if (root->kind != NestNode::Kind::kLoop || root->parallel || root->var.index != rows ||
+    if (root->kind != NestNode::Kind::kLoop || root->var.index != rows ||
         root->var.part != SplitPart::kOuter || root->loop_kind == LoopKind::kLevelC)
       return nullptr;
     return root;
+  }
+  bool ThreadSlices(int tensor) const {
+    const NestNode* slices = SliceLoop(tensor);
+    return slices && slices->parallel;
   }
 
   // A transposed copy of a dense input of order 2, made by st_transpose.
@@ -300,6 +308,13 @@ class Emitter {
     const std::string T = std::to_string(t);
     const auto& indices = e_.tensors[t].indices;
     const std::string rows = D(indices[0]), cols = D(indices[1]);
+    if (ThreadSlices(t)) {
+      // One slice per thread at a time (EmitSliceTransposes declares each thread's T<t>).
+      Line("value_t* __restrict T" + T + "_copy = (value_t*)st_scratch_take(" + T +
+           ", sizeof(value_t) * " + ThreadSliceElements(t) + " * nthreads);  // " +
+           e_.tensors[t].name + ", transposed a slice at a time by each thread");
+      return;
+    }
     if (SliceLoop(t)) {
       // One slice of the copy's rows at a time (EmitSliceTransposes).
       Line("value_t* __restrict T" + T + "_copy = (value_t*)st_scratch_take(" + T +
@@ -314,6 +329,12 @@ class Emitter {
     Line("st_transpose((const value_t*)args->inputs[" + T + "], " + rows + ", " + cols + ", " +
          cols + ", T" + T + "_copy, nthreads);");
     Line("const value_t* __restrict T" + T + " = T" + T + "_copy;");
+  }
+  // Elements of one thread's slice, rounded up to whole cache lines so that no two threads'
+  // slices share one.
+  std::string ThreadSliceElements(int t) const {
+    const auto& indices = e_.tensors[t].indices;
+    return "((" + S(indices[1]) + " * " + D(indices[0]) + " + 63) / 64 * 64)";
   }
 
   // dst (cols x rows) = src (rows x cols)^T, both row-major, src's rows `ld` apart. With AVX, in
@@ -1094,9 +1115,19 @@ class Emitter {
       const auto& indices = e_.tensors[t].indices;  // (k, j): j is sliced
       const std::string& j = indices[1];
       const std::string first = VarName(n.var) + " * " + S(j);
-      Line("st_transpose((const value_t*)args->inputs[" + T + "] + " + first + ", " +
-           D(indices[0]) + ", st_min(" + S(j) + ", " + D(j) + " - " + first + "), " + D(j) + ", T" +
-           T + "_copy, nthreads);");
+      const std::string extent =
+          D(indices[0]) + ", st_min(" + S(j) + ", " + D(j) + " - " + first + "), " + D(j);
+      if (n.parallel) {
+        Line("value_t* __restrict T" + T + "_mine = T" + T +
+             "_copy + (int64_t)omp_get_thread_num() * " + ThreadSliceElements(static_cast<int>(t)) +
+             ";");
+        Line("st_transpose((const value_t*)args->inputs[" + T + "] + " + first + ", " + extent +
+             ", T" + T + "_mine, 1);");
+        Line("const value_t* __restrict T" + T + " = T" + T + "_mine;");
+        continue;
+      }
+      Line("st_transpose((const value_t*)args->inputs[" + T + "] + " + first + ", " + extent +
+           ", T" + T + "_copy, nthreads);");
     }
   }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -47,9 +48,9 @@ double Median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-std::string Format(const char* format, double a, double b = 0, double c = 0) {
-  char text[160];
-  std::snprintf(text, sizeof text, format, a, b, c);
+std::string Format(const char* format, double a, double b = 0, double c = 0, double d = 0) {
+  char text[400];
+  std::snprintf(text, sizeof text, format, a, b, c, d);
   return text;
 }
 
@@ -82,6 +83,7 @@ class RoundProbe {
     double us = 0;
     const double waited = Sample(&us);
     log_.region_us.push_back(us);
+    if (threads_ > 1) log_.round_trip_ns.push_back(ThreadRoundTripNs(threads_));
     if (waited >= 0) {
       log_.waited_ms += waited;
       log_.delay_known = true;
@@ -116,6 +118,24 @@ class RoundProbe {
   std::vector<int64_t> last_;
 };
 
+// The rounds' threads in two placements, near and far (ThreadRoundTripNs), at least twice
+// each: why that disturbs the timing, or "".
+std::string PlacementChange(const std::vector<double>& round_trip_ns) {
+  if (round_trip_ns.empty()) return "";
+  const double fastest = *std::min_element(round_trip_ns.begin(), round_trip_ns.end());
+  std::vector<double> near, far;
+  for (double ns : round_trip_ns) {
+    const bool is_far = ns > kFarRoundTripFactor * fastest && ns - fastest > kFarRoundTripExcessNs;
+    (is_far ? far : near).push_back(ns);
+  }
+  if (near.size() < 2 || far.size() < 2) return "";
+  return Format(
+      "the timing threads moved between cores that share a last-level cache and cores that do "
+      "not (a cache line's round trip between them: %.0f ns in %.0f rounds, %.0f ns in %.0f); "
+      "kernels whose threads share data run at different speeds in the two placements",
+      Median(near), double(near.size()), Median(far), double(far.size()));
+}
+
 // Why an attempt's times cannot be trusted, or "": the timing threads waiting for a CPU over
 // kBusyWaitShare of their time, or a contender whose median run is far above its fastest while
 // they waited at all (over kSpreadWaitShare). Where the kernel reports no waits, the spread
@@ -142,6 +162,7 @@ std::string Disturbance(const std::vector<std::vector<double>>& samples, const P
                       median / fastest, fastest);
     }
   }
+  if (std::string moved = PlacementChange(probe.round_trip_ns); !moved.empty()) return moved;
   if (probe.delay_known) return "";
   const auto& regions = probe.region_us;
   const auto busy = std::count_if(regions.begin(), regions.end(),
@@ -173,6 +194,7 @@ std::vector<TimingResult> WithRetries(
         r.probe_us = Median(probe.region_us);
         r.waited_share =
             probe.delay_known && probe.thread_ms > 0 ? probe.waited_ms / probe.thread_ms : -1;
+        r.round_trip_ns = Median(probe.round_trip_ns);
       }
       return results;
     }
@@ -361,6 +383,42 @@ void PinOpenMpThreads() {
       sched_setaffinity(0, sizeof(set), &set);
     }
   });
+}
+
+double ThreadRoundTripNs(int threads) {
+  if (threads < 2) return 0;
+  // The ball: thread 0 writes odd counts, thread 1 answers with the next even one.
+  struct alignas(64) Line {
+    std::atomic<int64_t> count{0};
+  } ball;
+  constexpr int kBatches = 4, kTrips = 64;
+  double best = std::numeric_limits<double>::infinity();
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num();
+    for (int batch = 0; batch < kBatches; ++batch) {
+#pragma omp barrier
+      const int64_t first = 2 * int64_t(batch) * kTrips;
+      if (me == 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int64_t k = first; k < first + 2 * kTrips; k += 2) {
+          ball.count.store(k + 1, std::memory_order_release);
+          while (ball.count.load(std::memory_order_acquire) != k + 2) {
+          }
+        }
+        const double ns =
+            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+        best = std::min(best, ns / kTrips);
+      } else if (me == 1) {
+        for (int64_t k = first; k < first + 2 * kTrips; k += 2) {
+          while (ball.count.load(std::memory_order_acquire) != k + 1) {
+          }
+          ball.count.store(k + 2, std::memory_order_release);
+        }
+      }
+    }
+  }
+  return best;
 }
 
 double ParallelRegionMicros(int threads) {

@@ -60,6 +60,9 @@ struct TimingResult {
   int attempts = 1;
   double probe_us = 0;
   double waited_share = -1;
+  // Median nanoseconds of a cache line's round trip between the first two timing threads
+  // over the last attempt's rounds (0: one thread). See ThreadRoundTripNs.
+  double round_trip_ns = 0;
 };
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
@@ -92,12 +95,25 @@ constexpr double kBusyWaitShare = 0.1;
 // (where the kernel reports waits).
 constexpr double kSpreadWaitShare = 0.02;
 
+// Nanoseconds for a cache line to go from the first of `threads` OpenMP threads to the second
+// and back (best of a few batches, so one preempted batch does not count); 0 for one thread.
+// Tens of nanoseconds when their cores share a last-level cache, hundreds when they do not
+// (other dies, other sockets). A virtual machine's cores move between the two placements
+// while it runs, and kernels whose threads read data other threads wrote run up to twice as
+// slow in the far one, so a timing whose rounds saw both is disturbed.
+double ThreadRoundTripNs(int threads);
+// A round's round trip over this many times the timing's fastest (and kFarRoundTripExcessNs
+// more) puts its threads in the far placement.
+constexpr double kFarRoundTripFactor = 2.5;
+constexpr double kFarRoundTripExcessNs = 50;
+
 // What the probe between timing rounds saw.
 struct ProbeLog {
-  std::vector<double> region_us;  // per round: an empty parallel region of every thread
-  double waited_ms = 0;           // the threads' time runnable but waiting for a CPU
-  double thread_ms = 0;           // the rounds' wall time times the threads
-  bool delay_known = false;       // the kernel reports waits (schedstat)
+  std::vector<double> region_us;      // per round: an empty parallel region of every thread
+  std::vector<double> round_trip_ns;  // per round: ThreadRoundTripNs (multi-threaded only)
+  double waited_ms = 0;               // the threads' time runnable but waiting for a CPU
+  double thread_ms = 0;               // the rounds' wall time times the threads
+  bool delay_known = false;           // the kernel reports waits (schedstat)
 };
 
 // Why a timing's runs (samples: each contender's run times) cannot be trusted given what the

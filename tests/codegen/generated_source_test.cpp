@@ -346,6 +346,16 @@ TEST_F(GeneratedKernels, SddmmDotProductsUseVectorPartialSumsAndJamNonzeros) {
                     "st_transpose((const value_t*)args->inputs[3] + i1o * s1, d2, "
                     "st_min(s1, d1 - i1o * s1), d1, T3_copy, nthreads);"));
     EXPECT_TRUE(Has(source, "T3[(i1_u0 - i1o * s1) * d2 + i2]"));
+    // Segments in parallel: each thread transposes its own segments into its own part of the
+    // copy, which no other thread reads.
+    Schedule own = segments;
+    own.parallel = "j1";
+    own.partition = Partition::kDynamic;
+    own.threads = 3;
+    source = CompiledAndVerified(kj, own);
+    EXPECT_TRUE(Has(source, "// C, transposed a slice at a time by each thread"));
+    EXPECT_TRUE(Has(source, "T3_mine = T3_copy + (int64_t)omp_get_thread_num() *"));
+    EXPECT_TRUE(Has(source, "d1, T3_mine, 1);"));
     // Without the copy C is strided along k: OpenMP's simd reduction, no jam.
     s.transposed.clear();
     source = CompiledAndVerified(kj, s);

@@ -41,7 +41,8 @@ TEST(Transposed, SddmmAndSpmmVerify) {
 }
 
 // Under column segments of A (the outermost loop), C(k,j)'s copy holds one segment's columns at
-// a time; segment widths that do not divide the columns leave a short last segment.
+// a time (shared by the threads, or one per thread when the segments go to threads); segment
+// widths that do not divide the columns leave a short last segment.
 TEST(Transposed, ASegmentAtATimeVerifies) {
   Jit jit;
   const CooTensor tensor = testing::RandomSparse({70, 70}, 900, 4);
@@ -50,10 +51,13 @@ TEST(Transposed, ASegmentAtATimeVerifies) {
     KernelRunner runner(e, tensor, ResolveIndexSizes(e, tensor.dims, {{"k", 37}}), dtype, jit);
     for (int64_t width : {8, 16, 64}) {
       for (int unroll : {1, 4}) {
+        const nlohmann::json parallel =
+            width == 8 ? nlohmann::json{{"index", "j1"}, {"threads", 3}}
+                       : nlohmann::json{{"index", "i"}, {"partition", "balanced"}};
         Schedule s = Schedule::FromJson({{"splits", {{"j", width}}},
                                          {"loop_order", {"j1", "i", "j0", "k"}},
                                          {"format", {"j1:U", "i:C", "j0:C"}},
-                                         {"parallel", {{"index", "i"}, {"partition", "balanced"}}},
+                                         {"parallel", parallel},
                                          {"unroll", unroll},
                                          {"transpose", {"C"}},
                                          // Renumbered columns: the whole copy is permuted.

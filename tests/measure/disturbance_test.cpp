@@ -100,5 +100,31 @@ TEST(TimingDisturbance, AMedianFarAboveTheFastestRunCountsOnlyWithWaitsOrWhereNo
   EXPECT_EQ(TimingDisturbance(steady, unknown, o), "");
 }
 
+// Rounds whose threads sat on cores sharing a last-level cache and rounds whose threads did
+// not (a virtual machine's cores moved): kernels that share written data between threads ran
+// at two speeds, so the timing is disturbed. One odd round is not a move.
+TEST(TimingDisturbance, ThreadsMovingBetweenNearAndFarCoresAreReported) {
+  const std::vector<std::vector<double>> steady = {{1, 1.01, 1.02, 1, 1.01, 1, 1}};
+  TimingOptions o;
+  ProbeLog probe;
+  probe.delay_known = true;
+  probe.thread_ms = 1000;
+  probe.round_trip_ns = {55, 56, 58, 330, 320, 341};
+  const std::string reason = TimingDisturbance(steady, probe, o);
+  EXPECT_NE(reason.find("moved between cores"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("56 ns in 3 rounds, 330 ns in 3"), std::string::npos) << reason;
+  probe.round_trip_ns = {55, 56, 58, 330, 57};
+  EXPECT_EQ(TimingDisturbance(steady, probe, o), "");
+  probe.round_trip_ns = {320, 335, 330, 341};  // all far: one placement throughout
+  EXPECT_EQ(TimingDisturbance(steady, probe, o), "");
+}
+
+TEST(TimingDisturbance, TheRoundTripProbeMeasuresTwoThreads) {
+  EXPECT_EQ(ThreadRoundTripNs(1), 0);
+  const double ns = ThreadRoundTripNs(2);
+  EXPECT_GT(ns, 0);
+  EXPECT_LT(ns, 1e6);  // even with a thread preempted, the best batch finishes
+}
+
 }  // namespace
 }  // namespace sparsetune
