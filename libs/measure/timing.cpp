@@ -83,7 +83,10 @@ class RoundProbe {
     double us = 0;
     const double waited = Sample(&us);
     log_.region_us.push_back(us);
-    if (threads_ > 1) log_.round_trip_ns.push_back(ThreadRoundTripNs(threads_));
+    if (threads_ > 1) {
+      const double trip = ThreadRoundTripNs(threads_);
+      if (trip > 0) log_.round_trip_ns.push_back(trip);
+    }
     if (waited >= 0) {
       log_.waited_ms += waited;
       log_.delay_known = true;
@@ -387,12 +390,17 @@ void PinOpenMpThreads() {
 
 double ThreadRoundTripNs(int threads) {
   if (threads < 2) return 0;
-  // The ball: thread 0 writes odd counts, thread 1 answers with the next even one.
+  using Clock = std::chrono::steady_clock;
+  // The ball: thread 0 serves odd counts, thread 1 returns each as the next even one. A batch
+  // that outlasts kBatchLimit (one of them waiting for a CPU) is called off: thread 0 swaps
+  // the ball it served for kCalledOff unless thread 1 returned it first.
   struct alignas(64) Line {
     std::atomic<int64_t> count{0};
   } ball;
   constexpr int kBatches = 4, kTrips = 64;
-  double best = std::numeric_limits<double>::infinity();
+  constexpr int64_t kCalledOff = -1;
+  constexpr auto kBatchLimit = std::chrono::microseconds(500);
+  double best = 0;
 #pragma omp parallel num_threads(threads)
   {
     const int me = omp_get_thread_num();
@@ -400,20 +408,26 @@ double ThreadRoundTripNs(int threads) {
 #pragma omp barrier
       const int64_t first = 2 * int64_t(batch) * kTrips;
       if (me == 0) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int64_t k = first; k < first + 2 * kTrips; k += 2) {
+        const auto t0 = Clock::now();
+        bool whole = true;
+        for (int64_t k = first; whole && k < first + 2 * kTrips; k += 2) {
           ball.count.store(k + 1, std::memory_order_release);
-          while (ball.count.load(std::memory_order_acquire) != k + 2) {
+          for (int spins = 1; ball.count.load(std::memory_order_acquire) != k + 2; ++spins) {
+            if (spins % 64 != 0 || Clock::now() - t0 < kBatchLimit) continue;
+            int64_t served = k + 1;
+            if (ball.count.compare_exchange_strong(served, kCalledOff)) whole = false;
+            break;
           }
         }
-        const double ns =
-            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-        best = std::min(best, ns / kTrips);
+        const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+        if (whole) best = best > 0 ? std::min(best, ns / kTrips) : ns / kTrips;
       } else if (me == 1) {
         for (int64_t k = first; k < first + 2 * kTrips; k += 2) {
-          while (ball.count.load(std::memory_order_acquire) != k + 1) {
+          int64_t seen;
+          while ((seen = ball.count.load(std::memory_order_acquire)) != k + 1 &&
+                 seen != kCalledOff) {
           }
-          ball.count.store(k + 2, std::memory_order_release);
+          if (seen == kCalledOff || !ball.count.compare_exchange_strong(seen, k + 2)) break;
         }
       }
     }

@@ -96,7 +96,8 @@ constexpr double kBusyWaitShare = 0.1;
 constexpr double kSpreadWaitShare = 0.02;
 
 // Nanoseconds for a cache line to go from the first of `threads` OpenMP threads to the second
-// and back (best of a few batches, so one preempted batch does not count); 0 for one thread.
+// and back (best of a few batches, so one preempted batch does not count); 0 for one thread,
+// and when every batch was called off because a thread waited for a CPU (a busy machine).
 // Tens of nanoseconds when their cores share a last-level cache, hundreds when they do not
 // (other dies, other sockets). A virtual machine's cores move between the two placements
 // while it runs, and kernels whose threads read data other threads wrote run up to twice as
@@ -110,7 +111,7 @@ constexpr double kFarRoundTripExcessNs = 50;
 // What the probe between timing rounds saw.
 struct ProbeLog {
   std::vector<double> region_us;      // per round: an empty parallel region of every thread
-  std::vector<double> round_trip_ns;  // per round: ThreadRoundTripNs (multi-threaded only)
+  std::vector<double> round_trip_ns;  // per round: ThreadRoundTripNs, where known
   double waited_ms = 0;               // the threads' time runnable but waiting for a CPU
   double thread_ms = 0;               // the rounds' wall time times the threads
   bool delay_known = false;           // the kernel reports waits (schedstat)

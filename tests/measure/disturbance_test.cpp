@@ -6,9 +6,11 @@
 #include <omp.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
+#include "base/elapsed.hpp"
 #include "base/threads.hpp"
 #include "measure/timing.hpp"
 #include "support/spinners.hpp"
@@ -119,11 +121,19 @@ TEST(TimingDisturbance, ThreadsMovingBetweenNearAndFarCoresAreReported) {
   EXPECT_EQ(TimingDisturbance(steady, probe, o), "");
 }
 
-TEST(TimingDisturbance, TheRoundTripProbeMeasuresTwoThreads) {
+TEST(TimingDisturbance, TheRoundTripProbeMeasuresTwoThreadsAndGivesUpOnABusyMachine) {
   EXPECT_EQ(ThreadRoundTripNs(1), 0);
-  const double ns = ThreadRoundTripNs(2);
+  if (omp_get_max_threads() < 2) GTEST_SKIP() << "the probe needs two threads";
+  double ns = 0;  // 0 while other processes hold the cores (other tests may run beside this)
+  for (int attempt = 0; attempt < 50 && ns == 0; ++attempt) ns = ThreadRoundTripNs(2);
   EXPECT_GT(ns, 0);
-  EXPECT_LT(ns, 1e6);  // even with a thread preempted, the best batch finishes
+  EXPECT_LT(ns, 1e5);
+  Spinners busy(3 * HardwareThreads());
+  const auto start = std::chrono::steady_clock::now();
+  ns = ThreadRoundTripNs(2);
+  const double ms = MsSince(start);
+  // Batches are called off, not finished at a scheduler's time slice per round trip.
+  EXPECT_LT(ms, 250) << ns;
 }
 
 }  // namespace
