@@ -690,8 +690,9 @@ void RegisterBench(CLI::App& app, Context& context) {
   sub->add_flag("--csv", o->csv,
                 "One line per contender: file, kernel, nnz, contender, kind (sparsetune, library "
                 "or hand), verified, time_ms, effective_gbs, prepare_ms, probe_gbs, gflops, "
-                "flop_probe_gflops, flop_share, version, flags, threads, disturbed (the machine "
-                "was busy while timing), after a header line "
+                "flop_probe_gflops, flop_share, version, flags, threads, disturbed (other "
+                "processes held the cores, or the threads moved between near and far cores, "
+                "while timing), after a header line "
                 "(commas in file, contender, version and flags become semicolons)");
   sub->callback([o, sub] {
     o->threads_given = sub->count("--threads") > 0;

@@ -112,7 +112,7 @@ void RunRun(const RunCommandOptions& o, Context& context) {
               FormatMs(r.time.median_ms).c_str(), FormatMs(r.time.min_ms).c_str(),
               FormatMs(r.time.max_ms).c_str(), r.time.reps);
   if (r.time.disturbed)
-    std::printf("  machine    busy, the time is not to be trusted: %s (timed %d times)\n",
+    std::printf("  machine    disturbed, the time is not to be trusted: %s (timed %d times)\n",
                 r.time.disturbance.c_str(), r.time.attempts);
   std::printf("  pack       %s   compile %s%s\n", FormatMs(r.pack_ms).c_str(),
               FormatMs(r.compile_ms).c_str(), r.compile_cached ? " (cached)" : "");

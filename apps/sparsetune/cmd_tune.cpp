@@ -104,7 +104,8 @@ void PrintLegend() {
       "              that failed verification or ran too long are counted apart\n"
       "  noise       the relative difference of two timings of identical FixedCSR code in this\n"
       "              run: a speedup within it may be noise\n"
-      "  machine     quiet, or busy: other processes held the cores while measuring\n");
+      "  machine     quiet, or disturbed: other processes held the cores, or the threads moved\n"
+      "              between cores that share a cache and cores that do not, while measuring\n");
 }
 
 void PrintReport(const TuneReport& r, bool explain) {

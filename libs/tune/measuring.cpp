@@ -184,7 +184,7 @@ Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor
   }
   m.stage_ms["measure"] = MsSince(start);
   if (!m.disturbance.empty() && options.on_busy == BusyPolicy::kFail)
-    throw MachineBusyError("the machine was busy while measuring " + options.path + " (" +
+    throw MachineBusyError("the times were disturbed while measuring " + options.path + " (" +
                            m.disturbance + ", after measuring " + std::to_string(m.attempts) +
                            " times): nothing was stored; tune again on a quiet machine, or "
                            "store it anyway with --on-busy store");

@@ -41,7 +41,8 @@ TEST(BusyTune, DisturbedMeasurementsStoreNothingUnlessAsked) {
     r = RunCli(with("fail"), env);
   }
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("the machine was busy while measuring " + m), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the times were disturbed while measuring " + m), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("after measuring 3 times): nothing was stored"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
   const nlohmann::json after_fail = Counts(db);
