@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "io/read.hpp"
+#include "ir/footprint.hpp"
 #include "ir/loop_nest.hpp"
 #include "jit/jit.hpp"
 #include "measure/runner.hpp"

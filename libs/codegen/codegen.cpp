@@ -17,12 +17,13 @@ namespace {
 class Emitter {
  public:
   Emitter(const LoopNest& nest, DType dtype, CodegenMode mode,
-          std::vector<CoordinateEncoding> encodings)
+          std::vector<CoordinateEncoding> encodings, std::string entry)
       : nest_(nest),
         e_(nest.expression),
         dtype_(dtype),
         mode_(mode),
-        encodings_(std::move(encodings)) {
+        encodings_(std::move(encodings)),
+        entry_(std::move(entry)) {
     encodings_.resize(nest.storage.levels.size());
     const auto& levels = nest.storage.levels;
     while (output_levels_ < static_cast<int>(levels.size()) &&
@@ -52,7 +53,8 @@ class Emitter {
     if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
     CollectTiles(*nest_.root);
     if (!tiles_.empty() || HasVectorReduction(*nest_.root)) EmitVectorTypes();
-    Line("extern \"C\" int sparsetune_kernel(const st_args* args) {");
+    Line(entry_.empty() ? std::string("extern \"C\" int sparsetune_kernel(const st_args* args) {")
+                        : "static int " + entry_ + "(const st_args* args) {");
     ++depth_;
     EmitPrologue();
     EmitNode(*nest_.root);
@@ -1524,6 +1526,7 @@ class Emitter {
   int output_levels_ = 0;
   int depth_ = 0;
   std::vector<CoordinateEncoding> encodings_;
+  std::string entry_;  // the kernel function's name when it is not the JIT's entry point
   std::vector<Tile> tiles_;
   std::set<std::string> tiled_indices_;  // their splits are compile-time constants
   const Tile* active_tile_ = nullptr;    // emitting inside this tile's owner (whole slices)
@@ -1541,7 +1544,8 @@ class Emitter {
 }  // namespace
 
 std::string GenerateKernelSource(const LoopNest& nest, DType dtype, CodegenMode mode,
-                                 const std::vector<CoordinateEncoding>& encodings) {
+                                 const std::vector<CoordinateEncoding>& encodings,
+                                 const std::string& entry) {
   if (nest.expression.indices.size() > SPARSETUNE_MAX_INDICES ||
       nest.expression.tensors.size() > SPARSETUNE_MAX_TENSORS ||
       nest.storage.levels.size() > SPARSETUNE_MAX_LEVELS) {
@@ -1552,7 +1556,7 @@ std::string GenerateKernelSource(const LoopNest& nest, DType dtype, CodegenMode 
     throw InternalError("coordinate encodings for " + std::to_string(encodings.size()) +
                         " levels, but the format has " +
                         std::to_string(nest.storage.levels.size()));
-  return Emitter(nest, dtype, mode, encodings).Run();
+  return Emitter(nest, dtype, mode, encodings, entry).Run();
 }
 
 }  // namespace sparsetune

@@ -18,10 +18,12 @@ enum class CodegenMode {
   kBaked,
 };
 
-// C++17/OpenMP source defining `extern "C" int sparsetune_kernel(const st_args*)`. The kernel
-// reads each compressed level's coordinates as `encodings` says (one per level, as the packed
-// operand stores them: PackedTensor::encodings()); empty means 32-bit absolute everywhere.
+// C++17/OpenMP source defining `extern "C" int sparsetune_kernel(const st_args*)`, or, when
+// `entry` is given, `static int <entry>(const st_args*)` (an emitted file holds several). The
+// kernel reads each compressed level's coordinates as `encodings` says (one per level, as the
+// packed operand stores them: PackedTensor::encodings()); empty means 32-bit absolute everywhere.
 std::string GenerateKernelSource(const LoopNest& nest, DType dtype, CodegenMode mode,
-                                 const std::vector<CoordinateEncoding>& encodings = {});
+                                 const std::vector<CoordinateEncoding>& encodings = {},
+                                 const std::string& entry = "");
 
 }  // namespace sparsetune

@@ -175,7 +175,7 @@ class Collection {
     db_->UpsertMatrix(MatrixRecordOf(fingerprint, progress_.matrix_name, tensor,
                                      ComputePatternStats(tensor), files_[m].origin));
     const TuningKey key = TuningKeyOf(fingerprint, request_.kernel, machine_id_,
-                                      request_.expression, sizes, request_.dtype);
+                                      DenseOnlySizes(request_.expression, sizes), request_.dtype);
 
     Status("sampling");
     const std::vector<TuneCandidate> candidates = Sample(tensor, sizes, fingerprint);

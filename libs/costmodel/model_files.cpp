@@ -239,4 +239,20 @@ std::string DefaultModelsDirectory() {
   return search.empty() ? std::string("models") : search.back();
 }
 
+std::string ResolveModelDirectory(const std::string& given, const std::string& kernel,
+                                  const std::string& kernel_key, bool use_model) {
+  const bool has_template = !kernel.empty() && WacoTemplate::ForKernel(kernel) != nullptr;
+  if (!given.empty() && !has_template)
+    throw InputError(given, 0,
+                     "cost models rank SuperSchedules of spmv, spmm, sddmm and mttkrp; " +
+                         kernel_key + " has none");
+  if (!has_template || !use_model) return "";
+  const std::string dir =
+      given.empty() ? (fs::path(DefaultModelsDirectory()) / kernel).string() : given;
+  // The shipped model is optional: without one, tune samples instead.
+  if (given.empty() && !fs::exists(fs::path(dir) / kModelManifest)) return "";
+  ReadModelManifest(dir, kernel);
+  return dir;
+}
+
 }  // namespace sparsetune

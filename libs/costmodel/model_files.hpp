@@ -56,4 +56,11 @@ std::string DefaultModelsDirectory();
 // The places DefaultModelsDirectory looks, in order, for messages.
 std::vector<std::string> ModelsSearchPath();
 
+// The cost model a tune of `kernel` uses, or "" for none: the folder `given` when named (it must
+// load, and only kernels with a SuperSchedule template have models; `kernel_key` names the
+// kernel in that message), else the shipped models/<kernel> when it is there and `use_model`.
+// Its files are checked here, before a tune stores anything.
+std::string ResolveModelDirectory(const std::string& given, const std::string& kernel,
+                                  const std::string& kernel_key, bool use_model);
+
 }  // namespace sparsetune

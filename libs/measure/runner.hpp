@@ -79,13 +79,6 @@ class PreparedKernel {
   st_kernel_fn function_ = nullptr;
 };
 
-// Throws InputError, saying how much it would need, when a run on this operand cannot fit in
-// the memory available now: its dense operands and output, the reference's output and a CSR
-// copy of the sparse operand (a file declaring 2^31 rows with one entry is refused here, before
-// anything of that size is allocated). KernelRunner's constructor checks it.
-void CheckRunFitsInMemory(const Expression& expression, const CooTensor& sparse,
-                          const IndexSizes& sizes, DType dtype);
-
 // Runs schedules of one expression on one sparse tensor: lowers, packs, generates, compiles,
 // verifies against the reference and times. Dense operands and the reference are built once.
 class KernelRunner {

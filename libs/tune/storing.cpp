@@ -7,13 +7,13 @@ std::string KernelKey(const std::string& kernel, const Expression& expression) {
 }
 
 TuningKey TuningKeyOf(const std::string& fingerprint, const std::string& kernel_key,
-                      int64_t machine_id, const Expression& expression,
-                      const std::map<std::string, int64_t>& sizes, DType dtype) {
+                      int64_t machine_id, const std::map<std::string, int64_t>& dense_sizes,
+                      DType dtype) {
   TuningKey key;
   key.fingerprint = fingerprint;
   key.kernel = kernel_key;
   key.machine_id = machine_id;
-  key.dense = DenseOnlySizes(expression, sizes);
+  key.dense = dense_sizes;
   key.dtype = dtype;
   return key;
 }
@@ -64,6 +64,19 @@ void StoreResult(Database& db, const TuningKey& key, const std::string& expressi
   record.verified = r.verified;
   record.source = candidate.source;
   db.RecordMeasurement(record);
+}
+
+void StoreTune(Database& db, const TuningKey& key, const std::string& expression,
+               const MatrixRecord& matrix, const std::vector<TuneCandidate>& candidates,
+               const std::vector<RunResult>& results, int winner) {
+  db.UpsertMatrix(matrix);
+  for (size_t c = 0; c < candidates.size(); ++c)
+    StoreResult(db, key, expression, candidates[c], results[c]);
+  if (winner < 0) return;
+  const RunResult& fixed = results[0];
+  const int64_t schedule_id = db.UpsertSchedule(key.kernel, expression, candidates[winner].json);
+  db.SetWinner(key, schedule_id, results[winner].time.median_ms,
+               fixed.ok() ? std::optional<double>(fixed.time.median_ms) : std::nullopt);
 }
 
 }  // namespace sparsetune

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/dtype.hpp"
 #include "db/database.hpp"
@@ -19,10 +20,10 @@ namespace sparsetune {
 std::string KernelKey(const std::string& kernel, const Expression& expression);
 
 // The key of the measurements of one operand: the pattern, the kernel, this machine's row, the
-// dense-only sizes and the value type.
+// sizes of the dense-only indices (DenseOnlySizes) and the value type.
 TuningKey TuningKeyOf(const std::string& fingerprint, const std::string& kernel_key,
-                      int64_t machine_id, const Expression& expression,
-                      const std::map<std::string, int64_t>& sizes, DType dtype);
+                      int64_t machine_id, const std::map<std::string, int64_t>& dense_sizes,
+                      DType dtype);
 
 // The matrix row of an operand: its shape and statistics, and where it came from.
 MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,
@@ -40,5 +41,11 @@ std::string FailureReason(const RunResult& result);
 // counts ordering and packing), else why it did not.
 void StoreResult(Database& db, const TuningKey& key, const std::string& expression,
                  const TuneCandidate& candidate, const RunResult& result);
+
+// Stores what a tune found: the matrix, every candidate's result and, when `winner` is one of
+// them (not -1), that candidate as the key's winner beside FixedCSR's time (results[0]).
+void StoreTune(Database& db, const TuningKey& key, const std::string& expression,
+               const MatrixRecord& matrix, const std::vector<TuneCandidate>& candidates,
+               const std::vector<RunResult>& results, int winner);
 
 }  // namespace sparsetune

@@ -6,12 +6,12 @@
 
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
-#include "base/paths.hpp"
 #include "costmodel/model_files.hpp"
 #include "db/database.hpp"
 #include "db/machine.hpp"
 #include "emit/emit.hpp"
 #include "io/read.hpp"
+#include "ir/footprint.hpp"
 #include "jit/jit.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
@@ -37,39 +37,6 @@ struct Operand {
   std::map<std::string, int64_t> sizes;  // of every index
   std::string fingerprint;
 };
-
-Operand ReadOperand(const TuneRequest& request) {
-  Operand operand;
-  operand.tensor = ReadTensorFile(request.path);
-  operand.sizes = ResolveIndexSizes(request.expression, operand.tensor.dims, request.dense);
-  try {
-    CheckRunFitsInMemory(request.expression, operand.tensor, operand.sizes, request.dtype);
-  } catch (const InputError& error) {
-    throw InputError(request.path, 0, error.cause());
-  }
-  operand.fingerprint = PatternFingerprint(operand.tensor);
-  return operand;
-}
-
-// The cost model's folder, or "" for none: the shipped models/<kernel> when it is there
-// (skipped when absent), or the folder named, which must load. Its files are checked before
-// anything is stored.
-std::string ModelDirectory(const TuneRequest& request, bool has_template,
-                           const std::string& kernel_key) {
-  if (!request.model_dir.empty() && !has_template)
-    throw InputError(request.model_dir, 0,
-                     "cost models rank SuperSchedules of spmv, spmm, sddmm and mttkrp; " +
-                         kernel_key + " has none");
-  if (!has_template || !request.use_model) return "";
-  namespace fs = std::filesystem;
-  std::string model_dir = request.model_dir.empty()
-                              ? (fs::path(DefaultModelsDirectory()) / request.kernel).string()
-                              : request.model_dir;
-  if (request.model_dir.empty() && !fs::exists(fs::path(model_dir) / kModelManifest))
-    model_dir.clear();
-  if (!model_dir.empty()) ReadModelManifest(model_dir, request.kernel);
-  return model_dir;
-}
 
 // The stored winner as the report (and its emitted kernel); false when none is stored.
 bool ReportStoredWinner(Database& db, const TuningKey& key, const TuneRequest& request,
@@ -102,8 +69,9 @@ bool ReportStoredWinner(Database& db, const TuningKey& key, const TuneRequest& r
 // for kernels without a template, and sampled SuperSchedules without a model (or when asked).
 GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operand& operand,
                                         const PatternStats& stats, const std::string& model_dir,
-                                        bool has_template, const TuneProgress& progress,
-                                        TuneReport& report) {
+                                        const TuneProgress& progress, TuneReport& report) {
+  const bool has_template =
+      !request.kernel.empty() && WacoTemplate::ForKernel(request.kernel) != nullptr;
   CandidateContext context;
   context.kernel = request.kernel;
   context.kernel_key = report.kernel;
@@ -140,15 +108,12 @@ GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operan
   return gathered;
 }
 
-// Stores the matrix, every result and the winner, and reports them; returns the winner.
+// Reports every result and the winner, and stores them with the matrix; returns the winner.
 const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const TuneRequest& request,
                                     const Operand& operand, const PatternStats& stats,
                                     const Measured& measured, TuneReport& report) {
   const std::vector<TuneCandidate>& candidates = measured.candidates;
   const std::vector<RunResult>& results = measured.results;
-  db.UpsertMatrix(MatrixRecordOf(operand.fingerprint,
-                                 std::filesystem::path(request.path).stem().string(),
-                                 operand.tensor, stats, request.path));
   int best = -1;
   for (size_t c = 0; c < candidates.size(); ++c) {
     const RunResult& r = results[c];
@@ -163,15 +128,18 @@ const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const Tu
       out.ordering_ms = r.ordering_ms;
       if (best < 0 || r.time.median_ms < results[best].time.median_ms) best = static_cast<int>(c);
     }
-    StoreResult(db, key, request.expression.text, candidates[c], r);
     report.candidates.push_back(out);
   }
-  if (!results[0].ok() && results[0].status == RunStatus::kWrongResult) {
-    throw InternalError("FixedCSR gave a wrong result on " + request.path + ": " +
-                        results[0].message);
-  }
-  if (best < 0) throw InternalError("no candidate verified on " + request.path);
+  // A wrong FixedCSR is a fault of this program: its results are kept, no winner is.
   const RunResult& fixed = results[0];
+  const bool fixed_wrong = !fixed.ok() && fixed.status == RunStatus::kWrongResult;
+  const MatrixRecord matrix =
+      MatrixRecordOf(operand.fingerprint, std::filesystem::path(request.path).stem().string(),
+                     operand.tensor, stats, request.path);
+  StoreTune(db, key, request.expression.text, matrix, candidates, results, fixed_wrong ? -1 : best);
+  if (fixed_wrong)
+    throw InternalError("FixedCSR gave a wrong result on " + request.path + ": " + fixed.message);
+  if (best < 0) throw InternalError("no candidate verified on " + request.path);
   const RunResult& repeat = results.back();
   report.fixed_csr_ms = fixed.ok() ? fixed.time.median_ms : 0;
   report.fixed_csr_pack_ms = fixed.pack_ms;
@@ -184,10 +152,6 @@ const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const Tu
   report.pack_ms = results[best].pack_ms + results[best].ordering_ms;
   report.ordering_ms = results[best].ordering_ms;
   report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
-  const int64_t schedule_id =
-      db.UpsertSchedule(report.kernel, request.expression.text, report.winner_json);
-  db.SetWinner(key, schedule_id, report.winner_ms,
-               fixed.ok() ? std::optional<double>(report.fixed_csr_ms) : std::nullopt);
   return candidates[best];
 }
 
@@ -247,19 +211,27 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
 
   // Everything that can be wrong with the input is found before anything is stored.
   if (!request.emit_dir.empty()) PrepareEmitDirectory(request.emit_dir);
+  const std::string model_dir =
+      ResolveModelDirectory(request.model_dir, request.kernel, report.kernel, request.use_model);
   stage("reading");
   auto t = Clock::now();
-  const Operand operand = ReadOperand(request);
+  Operand operand;
+  operand.tensor = ReadTensorFile(request.path);
+  operand.sizes = ResolveIndexSizes(e, operand.tensor.dims, request.dense);
+  try {
+    CheckRunFitsInMemory(e, operand.tensor, operand.sizes, request.dtype);
+  } catch (const InputError& error) {
+    throw InputError(request.path, 0, error.cause());
+  }
+  const std::map<std::string, int64_t> dense_sizes = DenseOnlySizes(e, operand.sizes);
+  operand.fingerprint = PatternFingerprint(operand.tensor);
   report.fingerprint = operand.fingerprint;
   report.stage_ms["read"] = MsSince(t);
-  const bool has_template =
-      !request.kernel.empty() && WacoTemplate::ForKernel(request.kernel) != nullptr;
-  const std::string model_dir = ModelDirectory(request, has_template, report.kernel);
   auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
   Jit jit;
   const TuningKey key = TuningKeyOf(report.fingerprint, report.kernel,
                                     db->UpsertMachine(DetectMachine(jit.compiler(), Jit::Flags())),
-                                    e, operand.sizes, request.dtype);
+                                    dense_sizes, request.dtype);
   if (!request.force && ReportStoredWinner(*db, key, request, operand, report)) {
     report.tune_ms = MsSince(start);
     return report;
@@ -271,7 +243,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   // the matrix below.
   const PatternStats stats = ComputePatternStats(operand.tensor);
   GatheredCandidates gathered =
-      GatherTuneCandidates(request, operand, stats, model_dir, has_template, progress, report);
+      GatherTuneCandidates(request, operand, stats, model_dir, progress, report);
   report.sources_used = gathered.sources_used;
   report.stage_ms["candidates"] = MsSince(t);
 
