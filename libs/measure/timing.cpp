@@ -393,12 +393,12 @@ double ThreadRoundTripNs(int threads) {
   using Clock = std::chrono::steady_clock;
   // The ball: thread 0 serves odd counts, thread 1 returns each as the next even one. A batch
   // that outlasts kBatchLimit (one of them waiting for a CPU) is called off: thread 0 swaps
-  // the ball it served for kCalledOff unless thread 1 returned it first.
+  // the ball it served for that batch's mark (-1 - batch) unless thread 1 returned it first. A
+  // mark per batch, so that a batch called off earlier does not end the next one at its start.
   struct alignas(64) Line {
     std::atomic<int64_t> count{0};
   } ball;
   constexpr int kBatches = 4, kTrips = 64;
-  constexpr int64_t kCalledOff = -1;
   constexpr auto kBatchLimit = std::chrono::microseconds(500);
   double best = 0;
 #pragma omp parallel num_threads(threads)
@@ -406,7 +406,7 @@ double ThreadRoundTripNs(int threads) {
     const int me = omp_get_thread_num();
     for (int batch = 0; batch < kBatches; ++batch) {
 #pragma omp barrier
-      const int64_t first = 2 * int64_t(batch) * kTrips;
+      const int64_t first = 2 * int64_t(batch) * kTrips, called_off = -1 - int64_t(batch);
       if (me == 0) {
         const auto t0 = Clock::now();
         bool whole = true;
@@ -415,7 +415,7 @@ double ThreadRoundTripNs(int threads) {
           for (int spins = 1; ball.count.load(std::memory_order_acquire) != k + 2; ++spins) {
             if (spins % 64 != 0 || Clock::now() - t0 < kBatchLimit) continue;
             int64_t served = k + 1;
-            if (ball.count.compare_exchange_strong(served, kCalledOff)) whole = false;
+            if (ball.count.compare_exchange_strong(served, called_off)) whole = false;
             break;
           }
         }
@@ -425,9 +425,9 @@ double ThreadRoundTripNs(int threads) {
         for (int64_t k = first; k < first + 2 * kTrips; k += 2) {
           int64_t seen;
           while ((seen = ball.count.load(std::memory_order_acquire)) != k + 1 &&
-                 seen != kCalledOff) {
+                 seen != called_off) {
           }
-          if (seen == kCalledOff || !ball.count.compare_exchange_strong(seen, k + 2)) break;
+          if (seen == called_off || !ball.count.compare_exchange_strong(seen, k + 2)) break;
         }
       }
     }
