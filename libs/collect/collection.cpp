@@ -174,8 +174,8 @@ class Collection {
     const std::string fingerprint = PatternFingerprint(tensor);
     db_->UpsertMatrix(MatrixRecordOf(fingerprint, progress_.matrix_name, tensor,
                                      ComputePatternStats(tensor), files_[m].origin));
-    const TuningKey key = TuningKeyOf(fingerprint, request_.kernel, machine_id_,
-                                      DenseOnlySizes(request_.expression, sizes), request_.dtype);
+    const TuningKey key{fingerprint, request_.kernel, machine_id_,
+                        DenseOnlySizes(request_.expression, sizes), request_.dtype};
 
     Status("sampling");
     const std::vector<TuneCandidate> candidates = Sample(tensor, sizes, fingerprint);

@@ -81,6 +81,11 @@ nlohmann::json ModelManifest::ToJson() const {
 }
 
 ModelManifest ReadModelManifest(const std::string& dir, const std::string& kernel) {
+  const std::unique_ptr<WacoTemplate> waco = WacoTemplate::ForKernel(kernel);
+  if (!waco)
+    throw InputError(
+        dir, 0,
+        "cost models rank SuperSchedules of spmv, spmm, sddmm and mttkrp; " + kernel + " has none");
   const std::string path = (fs::path(dir) / kModelManifest).string();
   std::ifstream in(path);
   if (!in)
@@ -116,8 +121,6 @@ ModelManifest ReadModelManifest(const std::string& dir, const std::string& kerne
   }
   if (m.kernel != kernel)
     throw InputError(path, 0, "this model is for " + m.kernel + ", not " + kernel);
-  auto waco = WacoTemplate::ForKernel(kernel);
-  if (!waco) throw InputError(path, 0, kernel + " has no SuperSchedule template to model");
   const EncodingLayout layout = waco->Layout();
   if (m.template_version != WacoTemplate::Version())
     throw InputError(path, 0,
@@ -241,17 +244,16 @@ std::string DefaultModelsDirectory() {
 
 std::string ResolveModelDirectory(const std::string& given, const std::string& kernel,
                                   const std::string& kernel_key, bool use_model) {
-  const bool has_template = !kernel.empty() && WacoTemplate::ForKernel(kernel) != nullptr;
-  if (!given.empty() && !has_template)
-    throw InputError(given, 0,
-                     "cost models rank SuperSchedules of spmv, spmm, sddmm and mttkrp; " +
-                         kernel_key + " has none");
-  if (!has_template || !use_model) return "";
-  const std::string dir =
-      given.empty() ? (fs::path(DefaultModelsDirectory()) / kernel).string() : given;
-  // The shipped model is optional: without one, tune samples instead.
-  if (given.empty() && !fs::exists(fs::path(dir) / kModelManifest)) return "";
-  ReadModelManifest(dir, kernel);
+  // A named folder must hold a model of this kernel: the manifest check refuses a kernel that
+  // has no template. The shipped one is optional (without it, tune samples instead), and only
+  // kernels with a template have one.
+  std::string dir = given;
+  if (dir.empty()) {
+    if (!use_model || kernel.empty()) return "";
+    dir = (fs::path(DefaultModelsDirectory()) / kernel).string();
+    if (!fs::exists(fs::path(dir) / kModelManifest)) return "";
+  }
+  ReadModelManifest(dir, kernel.empty() ? kernel_key : kernel);
   return dir;
 }
 

@@ -43,7 +43,7 @@ struct TuningKey {
   std::string fingerprint;  // the matrix (PatternFingerprint)
   std::string kernel;
   int64_t machine_id = 0;  // from UpsertMachine / FindMachine
-  DenseSizes dense;
+  DenseSizes dense;  // of the dense-only indices (DenseOnlySizes): the pattern does not fix them
   DType dtype = DType::kF32;
 };
 

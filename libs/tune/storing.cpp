@@ -6,18 +6,6 @@ std::string KernelKey(const std::string& kernel, const Expression& expression) {
   return kernel.empty() ? "expr:" + expression.text : kernel;
 }
 
-TuningKey TuningKeyOf(const std::string& fingerprint, const std::string& kernel_key,
-                      int64_t machine_id, const std::map<std::string, int64_t>& dense_sizes,
-                      DType dtype) {
-  TuningKey key;
-  key.fingerprint = fingerprint;
-  key.kernel = kernel_key;
-  key.machine_id = machine_id;
-  key.dense = dense_sizes;
-  key.dtype = dtype;
-  return key;
-}
-
 MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,
                             const CooTensor& tensor, const PatternStats& stats,
                             const std::string& source) {

@@ -19,12 +19,6 @@ namespace sparsetune {
 // The database key of a kernel: its name, or "expr:" and the canonical expression.
 std::string KernelKey(const std::string& kernel, const Expression& expression);
 
-// The key of the measurements of one operand: the pattern, the kernel, this machine's row, the
-// sizes of the dense-only indices (DenseOnlySizes) and the value type.
-TuningKey TuningKeyOf(const std::string& fingerprint, const std::string& kernel_key,
-                      int64_t machine_id, const std::map<std::string, int64_t>& dense_sizes,
-                      DType dtype);
-
 // The matrix row of an operand: its shape and statistics, and where it came from.
 MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,
                             const CooTensor& tensor, const PatternStats& stats,

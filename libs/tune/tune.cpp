@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
@@ -38,11 +39,11 @@ struct Operand {
   std::string fingerprint;
 };
 
-// The stored winner as the report (and its emitted kernel); false when none is stored.
-bool ReportStoredWinner(Database& db, const TuningKey& key, const TuneRequest& request,
-                        const Operand& operand, TuneReport& report) {
+// The stored winner's schedule, with the report filled from the database; none when no winner
+// is stored.
+std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, TuneReport& report) {
   auto winner = db.FindWinner(key);
-  if (!winner) return false;
+  if (!winner) return std::nullopt;
   report.from_db = true;
   report.winner_json = winner->schedule.canonical_json;
   report.winner_ms = winner->time_ms;
@@ -56,12 +57,7 @@ bool ReportStoredWinner(Database& db, const TuningKey& key, const TuneRequest& r
         {row.schedule.canonical_json, row.source, "ok", "", row.median_ms, row.pack_ms});
   }
   report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
-  if (!request.emit_dir.empty()) {
-    report.emitted_files = EmitKernel(
-        request.emit_dir, request.kernel, request.expression, operand.sizes, request.dtype,
-        ParseScheduleText(report.winner_json, "stored winner"), &operand.tensor);
-  }
-  return true;
+  return ParseScheduleText(report.winner_json, "stored winner");
 }
 
 // The candidates of a tune, from its sources in the order their schedules are kept: FixedCSR
@@ -229,43 +225,43 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   report.stage_ms["read"] = MsSince(t);
   auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
   Jit jit;
-  const TuningKey key = TuningKeyOf(report.fingerprint, report.kernel,
-                                    db->UpsertMachine(DetectMachine(jit.compiler(), Jit::Flags())),
-                                    dense_sizes, request.dtype);
-  if (!request.force && ReportStoredWinner(*db, key, request, operand, report)) {
-    report.tune_ms = MsSince(start);
-    return report;
+  const TuningKey key{operand.fingerprint, report.kernel,
+                      db->UpsertMachine(DetectMachine(jit.compiler(), Jit::Flags())), dense_sizes,
+                      request.dtype};
+  std::optional<Schedule> winner;
+  if (!request.force) winner = ReportStoredWinner(*db, key, report);
+  if (!winner) {
+    stage("candidates");
+    t = Clock::now();
+    // The pattern statistics feed Scorch's heuristic and SparseAuto here and are stored with
+    // the matrix below.
+    const PatternStats stats = ComputePatternStats(operand.tensor);
+    GatheredCandidates gathered =
+        GatherTuneCandidates(request, operand, stats, model_dir, progress, report);
+    report.sources_used = gathered.sources_used;
+    report.stage_ms["candidates"] = MsSince(t);
+
+    MeasuringOptions measuring;
+    measuring.path = request.path;
+    measuring.max_ms = request.max_ms;
+    measuring.seed = request.seed;
+    measuring.on_busy = request.on_busy;
+    measuring.orderings = request.orderings;
+    const Measured measured =
+        MeasureCandidates(e, operand.tensor, operand.sizes, request.dtype, jit,
+                          std::move(gathered.candidates), measuring, progress);
+    for (const auto& [name, ms] : measured.stage_ms) report.stage_ms[name] = ms;
+    report.measure_attempts = measured.attempts;
+    report.disturbed = !measured.disturbance.empty();
+    report.disturbance = measured.disturbance;
+
+    stage("storing");
+    winner = StoreAndReport(*db, key, request, operand, stats, measured, report).schedule;
   }
-
-  stage("candidates");
-  t = Clock::now();
-  // The pattern statistics feed Scorch's heuristic and SparseAuto here and are stored with
-  // the matrix below.
-  const PatternStats stats = ComputePatternStats(operand.tensor);
-  GatheredCandidates gathered =
-      GatherTuneCandidates(request, operand, stats, model_dir, progress, report);
-  report.sources_used = gathered.sources_used;
-  report.stage_ms["candidates"] = MsSince(t);
-
-  MeasuringOptions measuring;
-  measuring.path = request.path;
-  measuring.max_ms = request.max_ms;
-  measuring.seed = request.seed;
-  measuring.on_busy = request.on_busy;
-  measuring.orderings = request.orderings;
-  const Measured measured = MeasureCandidates(e, operand.tensor, operand.sizes, request.dtype, jit,
-                                              std::move(gathered.candidates), measuring, progress);
-  for (const auto& [name, ms] : measured.stage_ms) report.stage_ms[name] = ms;
-  report.measure_attempts = measured.attempts;
-  report.disturbed = !measured.disturbance.empty();
-  report.disturbance = measured.disturbance;
-
-  stage("storing");
-  const TuneCandidate& winner = StoreAndReport(*db, key, request, operand, stats, measured, report);
   if (!request.emit_dir.empty()) {
     stage("emitting");
     report.emitted_files = EmitKernel(request.emit_dir, request.kernel, e, operand.sizes,
-                                      request.dtype, winner.schedule, &operand.tensor);
+                                      request.dtype, *winner, &operand.tensor);
   }
   report.tune_ms = MsSince(start);
   return report;
