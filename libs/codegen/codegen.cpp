@@ -1144,6 +1144,21 @@ class Emitter {
   }
 
   void EmitOutputClearing(const NestNode& n) {
+    if (n.zero_block) {
+      // Rows [v * s, min(d, v * s + s)) of the next output index, under the fixed prefix.
+      const auto& out = e_.tensors[0].indices;
+      const std::vector<std::string> fixed(out.begin(), out.begin() + n.zero_prefix);
+      const std::vector<std::string> rest(out.begin() + n.zero_prefix + 1, out.end());
+      const std::string& i = out[n.zero_prefix];
+      const std::string first = VarName(n.var) + " * " + S(i);
+      const std::string row =
+          fixed.empty() ? first : "(" + Horner(fixed) + ") * " + D(i) + " + " + first;
+      Line("if (" + first + " < " + D(i) + ")");
+      Line("  memset(T0 + (" + row + ") * (" + Product(rest) + "), 0, sizeof(value_t) * (" +
+           Product(rest) + ") * (" + D(i) + " - " + first + " < " + S(i) + " ? " + D(i) + " - " +
+           first + " : " + S(i) + "));");
+      return;
+    }
     if (n.zero_prefix > 0) {
       const auto& out = e_.tensors[0].indices;
       const std::vector<std::string> fixed(out.begin(), out.begin() + n.zero_prefix);

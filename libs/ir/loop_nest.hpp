@@ -94,6 +94,9 @@ struct NestNode {
   // indices the enclosing loops fix (only this iteration writes it), instead of clearing the
   // whole output up front: the slice is then still in cache when it is accumulated.
   int zero_prefix = 0;
+  // With zero_prefix: this loop runs over the outer part of the next output index, so each
+  // iteration clears its block of that index's split (the rows of a row block).
+  bool zero_block = false;
 
   // kWhere: children[0] is the producer, children[1] the consumer.
   int temp = -1;

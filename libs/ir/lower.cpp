@@ -652,12 +652,19 @@ class Lowerer {
 
   // Finds the deepest loop above the output's update such that it and every loop above it
   // range densely over output indices, and the indices they fix form a prefix of the
-  // output's: each iteration of it owns one contiguous output slice.
+  // output's: each iteration of it owns one contiguous output slice. A loop over the outer
+  // part of the next output index owns a block of it (the rows of a row block), which is
+  // contiguous too: the slice is cleared while it is still in cache when accumulated, by the
+  // thread that accumulates it.
+  // Blocks of fewer rows are cleared up front in one pass: a call per block would cost more
+  // than the cache it saves.
+  static constexpr int64_t kMinClearedBlockRows = 64;
   void PlaceOutputClearing(const ComputeSite& site) {
     if (e_.sparse_output_prefix > 0) return;
     const auto& out = e_.tensors[0].indices;
     NestNode* best = nullptr;
     int best_prefix = 0;
+    bool best_block = false;
     std::vector<std::string> enclosing;
     for (NestNode* l : site.update_loops) {
       if (!Contains(out, l->var.index) || l->loop_kind == LoopKind::kLevelC ||
@@ -681,10 +688,29 @@ class Lowerer {
       if (prefix > 0 && exact) {
         best = l;
         best_prefix = prefix;
+        best_block = false;
+        continue;
+      }
+      // Every other enclosing variable in the fixed prefix, and this one the outer part of the
+      // next output index.
+      const bool block = prefix < static_cast<int>(out.size()) &&
+                         l->var.part == SplitPart::kOuter && l->var.index == out[prefix] &&
+                         nest_->splits.at(l->var.index) >= kMinClearedBlockRows;
+      bool others_fixed = true;
+      for (const auto& name : enclosing) {
+        const auto& index = vars_.at(name).index;
+        others_fixed &= name == l->var.name ||
+                        std::find(out.begin(), out.begin() + prefix, index) != out.begin() + prefix;
+      }
+      if (block && others_fixed) {
+        best = l;
+        best_prefix = prefix;
+        best_block = true;
       }
     }
     if (!best) return;
     best->zero_prefix = best_prefix;
+    best->zero_block = best_block;
     nest_->zero_output = false;
   }
 
@@ -909,8 +935,9 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
                                 " in registers" + (n.tile_complete ? ", stored once" : "")
                           : "") +
              "]\n";
-      if (n.zero_prefix > 0)
-        out += pad + "  zero the " + nest.expression.tensors[0].name + " slice\n";
+      if (n.zero_prefix > 0 || n.zero_block)
+        out += pad + "  zero the " + nest.expression.tensors[0].name +
+               (n.zero_block ? " block" : " slice") + "\n";
       break;
     }
     case NestNode::Kind::kWhere: {

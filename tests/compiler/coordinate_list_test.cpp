@@ -61,6 +61,24 @@ TEST(CoordinateLists, SpmvInBlocksVerifies) {
   }
 }
 
+// A parallel row block clears its own rows of y just before accumulating them (cache-hot, by
+// the thread that writes them); blocks of a few rows leave it to one pass up front.
+TEST(CoordinateLists, RowBlocksClearTheirOwnRows) {
+  const Expression e = KernelExpression("spmv");
+  auto cleared_by_block = [&](int64_t rows) {
+    const LowerOutcome lowered = Lower(e, Parse(Blocks(rows, 128, true)));
+    EXPECT_TRUE(lowered.nest) << lowered.error;
+    if (!lowered.nest) return false;
+    const NestNode& row_blocks = *lowered.nest->root;  // the outermost loop
+    EXPECT_EQ(row_blocks.var.name, "i1");
+    EXPECT_NE(row_blocks.zero_block, lowered.nest->zero_output);
+    return row_blocks.zero_block;
+  };
+  EXPECT_TRUE(cleared_by_block(256));
+  EXPECT_TRUE(cleared_by_block(65536));
+  EXPECT_FALSE(cleared_by_block(16));
+}
+
 TEST(CoordinateLists, PackingKeepsEveryEntryAndNoPosArray) {
   const CooTensor tensor = testing::RandomSparse({301, 277}, 2500, 3);
   const Expression e = KernelExpression("spmv");
