@@ -11,24 +11,30 @@
 namespace sparsetune {
 
 // An allocator for arrays of millions of elements that are written right after allocation
-// (packed formats, sort scratch). Two savings over std::allocator:
+// (packed formats, dense operands, sort scratch). Savings over std::allocator:
 // - elements are default-initialized, so resize() does not clear memory that is about to be
 //   overwritten (value-initialization, e.g. assign(n, 0), still clears);
-// - blocks of 2 MiB and more are 2 MiB aligned and advised for transparent huge pages, which
-//   cuts the page faults of first touch 512-fold (they dominate packing time on virtual
-//   machines);
+// - blocks of 2 MiB and more are 2 MiB aligned and, with kHugePages, advised for transparent
+//   huge pages: a kernel's gathers from them miss the TLB far less, and its streams run on
+//   without a prefetcher stopping at every 4 KiB page. The first touch of a huge page can cost
+//   more than 512 small ones (the kernel compacts memory to find it: 0.5-3.8 GB/s against
+//   2.4 GB/s on a virtual machine), so arrays a kernel never reads go without (ScratchAllocator);
 // - smaller blocks are aligned to a cache line, so a kernel's vector loads of dense rows do not
 //   straddle two lines (glibc's 16-byte alignment made SpMM's B rows cost 1.2x their time).
-template <class T>
-class BulkAllocator {
+template <class T, bool kHugePages>
+class BasicBulkAllocator {
  public:
   using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = BasicBulkAllocator<U, kHugePages>;
+  };
   static constexpr size_t kHugePage = size_t(1) << 21;
   static constexpr std::align_val_t kCacheLine{64};
 
-  BulkAllocator() = default;
+  BasicBulkAllocator() = default;
   template <class U>
-  BulkAllocator(const BulkAllocator<U>&) {}
+  BasicBulkAllocator(const BasicBulkAllocator<U, kHugePages>&) {}
 
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
@@ -36,7 +42,7 @@ class BulkAllocator {
     const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
     void* p = nullptr;
     if (posix_memalign(&p, kHugePage, rounded) != 0) throw std::bad_alloc();
-    madvise(p, rounded, MADV_HUGEPAGE);
+    if (kHugePages) madvise(p, rounded, MADV_HUGEPAGE);
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) {
@@ -56,14 +62,21 @@ class BulkAllocator {
   }
 
   template <class U>
-  bool operator==(const BulkAllocator<U>&) const {
+  bool operator==(const BasicBulkAllocator<U, kHugePages>&) const {
     return true;
   }
   template <class U>
-  bool operator!=(const BulkAllocator<U>&) const {
+  bool operator!=(const BasicBulkAllocator<U, kHugePages>&) const {
     return false;
   }
 };
+
+// Arrays a kernel reads: packed formats, dense operands.
+template <class T>
+using BulkAllocator = BasicBulkAllocator<T, true>;
+// Arrays only their builder reads: sort keys, scratch, per-entry positions.
+template <class T>
+using ScratchAllocator = BasicBulkAllocator<T, false>;
 
 template <class T>
 using BulkVector = std::vector<T, BulkAllocator<T>>;

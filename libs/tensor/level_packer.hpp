@@ -124,20 +124,25 @@ struct PackedLevelArrays {
   Array<int32_t> base;
 };
 
-// Builds the levels of a format from coordinates, outer level first. Arrays use Allocator (the
-// library's skips clearing memory that is written right away).
-template <template <class> class Allocator = std::allocator>
+// Builds the levels of a format from coordinates, outer level first. The levels' arrays use
+// Allocator, those only the packer reads (sort keys, per-entry positions) ScratchAllocator: the
+// library's skip clearing memory that is written right away, and only the first gives it huge
+// pages.
+template <template <class> class Allocator = std::allocator,
+          template <class> class ScratchAllocator = Allocator>
 class LevelPacker {
  public:
   template <class T>
   using Array = std::vector<T, Allocator<T>>;
+  template <class T>
+  using Scratch = std::vector<T, ScratchAllocator<T>>;
   using Level = PackedLevelArrays<Allocator>;
 
   // coords[mode][entry] for nnz entries, distinct and inside the layout's dims. `canonical`
   // lists the entries in canonical order (lexicographic over the modes, CanonicalOrder); empty
   // when the entries already are in that order.
   LevelPacker(const Layout& layout, const Options& options, int64_t nnz,
-              const int32_t* const* coords, Array<int32_t> canonical = {})
+              const int32_t* const* coords, Scratch<int32_t> canonical = {})
       : layout_(layout),
         options_(options),
         n_(nnz),
@@ -250,7 +255,7 @@ class LevelPacker {
     const LevelLayout& spec = layout_.levels[level];
     const int32_t* c = mode_coords_[spec.mode];
     if (spec.part == kWholeMode) return c;
-    Array<int32_t>& storage = coordinate_storage_.emplace_back();
+    Scratch<int32_t>& storage = coordinate_storage_.emplace_back();
     storage.resize(n_);
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t e = 0; e < n_; ++e)
@@ -291,8 +296,8 @@ class LevelPacker {
 
   // Stable sort of `perm` by key[perm[r]] in [0, extent): a parallel counting sort when the
   // histograms are small next to the data, a parallel merge sort otherwise.
-  void StableSortByKey(Array<int32_t>& perm, const int32_t* key, int64_t extent,
-                       Array<int32_t>& scratch) const {
+  void StableSortByKey(Scratch<int32_t>& perm, const int32_t* key, int64_t extent,
+                       Scratch<int32_t>& scratch) const {
     const int64_t n = static_cast<int64_t>(perm.size());
     if (extent > n) {
       auto less = [key](int32_t a, int32_t b) { return key[a] < key[b]; };
@@ -350,7 +355,7 @@ class LevelPacker {
     } else if (passes > 1 && bits <= 64) {
       SortByCompositeKey<uint64_t>(key_order, passes, bits);
     } else {
-      Array<int32_t> scratch;
+      Scratch<int32_t> scratch;
       for (int k = passes - 1; k >= 0; --k)
         StableSortByKey(perm_, level_coords_[key_order[k]], extents_[key_order[k]], scratch);
     }
@@ -359,7 +364,7 @@ class LevelPacker {
 
   template <class Key>
   void SortByCompositeKey(const std::vector<int>& key_order, int passes, int bits) {
-    Array<Key> keys(n_);
+    Scratch<Key> keys(n_);
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t r = 0; r < n_; ++r) {
       Key key = 0;
@@ -383,13 +388,13 @@ class LevelPacker {
   // Stable LSD radix sort of (keys[r], values[r]) by the low `bits` bits of the keys, 11 bits a
   // pass; each thread counts and scatters its own contiguous slice, in slice order.
   template <class Key>
-  void RadixSortPairs(Array<Key>& keys, Array<int32_t>& values, int bits) const {
+  void RadixSortPairs(Scratch<Key>& keys, Scratch<int32_t>& values, int bits) const {
     constexpr int kDigitBits = 11;
     constexpr int64_t kBuckets = int64_t(1) << kDigitBits;
     const int64_t n = n_;
     const int threads = threads_;
-    Array<Key> key_scratch(n);
-    Array<int32_t> value_scratch(n);
+    Scratch<Key> key_scratch(n);
+    Scratch<int32_t> value_scratch(n);
     std::vector<int64_t> counts(static_cast<size_t>(threads) * kBuckets);
     for (int shift = 0; shift < bits; shift += kDigitBits) {
       std::fill(counts.begin(), counts.end(), 0);
@@ -461,7 +466,7 @@ class LevelPacker {
     const bool every_entry = l + 1 < static_cast<int>(layout_.levels.size()) &&
                              layout_.levels[l + 1].kind == kSingletonLevel;
     std::vector<int64_t> starts(threads_ + 1, 0);
-    Array<int32_t> crd;
+    Scratch<int32_t> crd;
 #pragma omp parallel num_threads(threads_)
     {
       const int u = ThreadNumber();
@@ -514,7 +519,7 @@ class LevelPacker {
     level.extent = extents_[l];
     level.positions = parent_positions_;
     const int32_t* c = level_coords_[l];
-    Array<int32_t> crd(parent_positions_);
+    Scratch<int32_t> crd(parent_positions_);
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t r = 0; r < n_; ++r) crd[position_[r]] = c[Entry(r)];
     if (options_.choose_encodings) {
@@ -546,7 +551,7 @@ class LevelPacker {
 
   // G: every segment of a compressed level padded to whole groups, repeating its last
   // coordinate (zero values). next_ holds each entry's parent position.
-  bool PadToGroups(int l, int group, Level& level, Array<int32_t>& crd) {
+  bool PadToGroups(int l, int group, Level& level, Scratch<int32_t>& crd) {
     Array<int32_t> padded(parent_positions_ + 1);
     padded[0] = 0;
     for (int64_t p = 0; p < parent_positions_; ++p) {
@@ -559,7 +564,7 @@ class LevelPacker {
       return Refuse("grouped level " + std::to_string(l) + " would pad to " +
                     std::to_string(padded_total) + " positions, over the padding cap");
     }
-    Array<int32_t> grouped(padded_total);
+    Scratch<int32_t> grouped(padded_total);
 #pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions_))
     for (int64_t p = 0; p < parent_positions_; ++p) {
       const int64_t from = level.pos[p], length = level.pos[p + 1] - from;
@@ -590,9 +595,9 @@ class LevelPacker {
       return r > 0 && position_[r] == position_[r - 1] && lane[Entry(r)] == lane[Entry(r - 1)];
     };
     auto shares_slot = [&](int64_t r) { return continues(r) && c[Entry(r)] == c[Entry(r - 1)]; };
-    Array<int32_t> rank(n_);
-    Array<int32_t> slots(parent_positions_ + 1);
-    Array<int32_t> smallest(parent_positions_);
+    Scratch<int32_t> rank(n_);
+    Scratch<int32_t> slots(parent_positions_ + 1);
+    Scratch<int32_t> smallest(parent_positions_);
     constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
 #pragma omp parallel for schedule(static) num_threads(ThreadsFor(parent_positions_))
     for (int64_t p = 0; p <= parent_positions_; ++p) {
@@ -659,7 +664,7 @@ class LevelPacker {
     lane_level.positions = level.positions * lanes;
     // Coordinates per lane position; padding repeats the lane's last coordinate (or, for an
     // empty lane, the smallest of the slice), so it stays inside the slice's span.
-    Array<int32_t> crd(lane_level.positions);
+    Scratch<int32_t> crd(lane_level.positions);
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(static)
@@ -696,11 +701,11 @@ class LevelPacker {
   // Levels below a sliced level's lanes are built in position order: sorts the entries by
   // position (stable, so entries sharing one keep their order below it).
   void SortByPosition(int64_t positions) {
-    Array<int32_t> by_leaf(n_), scratch;
+    Scratch<int32_t> by_leaf(n_), scratch;
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t r = 0; r < n_; ++r) by_leaf[r] = static_cast<int32_t>(r);
     StableSortByKey(by_leaf, position_.data(), positions, scratch);
-    Array<int32_t> reordered(n_);
+    Scratch<int32_t> reordered(n_);
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t r = 0; r < n_; ++r) {
       reordered[r] = static_cast<int32_t>(Entry(by_leaf[r]));
@@ -725,7 +730,7 @@ class LevelPacker {
     int64_t max_span = 0;
   };
 
-  static SegmentSpans ComputeSpans(const Array<int32_t>& pos, const Array<int32_t>& crd,
+  static SegmentSpans ComputeSpans(const Array<int32_t>& pos, const Scratch<int32_t>& crd,
                                    int64_t lanes) {
     SegmentSpans out;
     const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
@@ -775,7 +780,7 @@ class LevelPacker {
 
   // Stores a level's coordinates (one per position of the level, or of its lanes for a sliced
   // level) as its encoding says: chosen, or given and checked.
-  bool StoreCoordinates(Level& level, int l, const Array<int32_t>& crd, int64_t lanes) {
+  bool StoreCoordinates(Level& level, int l, const Scratch<int32_t>& crd, int64_t lanes) {
     const int64_t positions = static_cast<int64_t>(crd.size());
     const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
     SegmentSpans spans;
@@ -813,7 +818,7 @@ class LevelPacker {
 
   // Given encodings are those of the pattern a kernel was tuned on: another pattern's
   // coordinates may not fit them. Refuses, naming the first that does not.
-  bool CoordinatesFit(const Level& level, int l, const Array<int32_t>& crd, int64_t lanes) {
+  bool CoordinatesFit(const Level& level, int l, const Scratch<int32_t>& crd, int64_t lanes) {
     const int bits = level.encoding.bits;
     const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
     for (int64_t p = 0; p < parents; ++p) {
@@ -842,14 +847,14 @@ class LevelPacker {
   const int32_t* const* mode_coords_;
   double cap_ = 0;
   std::vector<const int32_t*> level_coords_;
-  std::vector<Array<int32_t>> coordinate_storage_;
+  std::vector<Scratch<int32_t>> coordinate_storage_;
   std::vector<int64_t> extents_;
-  Array<int32_t> perm_;             // the entry at each sorted rank, when not the identity
-  const int32_t* order_ = nullptr;  // perm_'s data, or null for the identity
-  Array<int32_t> position_, next_;  // per sorted rank: the position at the current level
+  Scratch<int32_t> perm_;             // the entry at each sorted rank, when not the identity
+  const int32_t* order_ = nullptr;    // perm_'s data, or null for the identity
+  Scratch<int32_t> position_, next_;  // per sorted rank: the position at the current level
   int64_t parent_positions_ = 1;
   std::vector<Level> levels_;
-  Array<int32_t> recorded_;  // per entry
+  Scratch<int32_t> recorded_;  // per entry
   std::string refusal_;
   bool refused_for_width_ = false;
 };

@@ -59,7 +59,8 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
   packer_options.choose_encodings = options.narrow_coordinates;
   std::vector<const int32_t*> coords;
   for (const auto& mode : t.coords) coords.push_back(mode.data());
-  packer::LevelPacker<BulkAllocator> levels(layout, packer_options, t.nnz(), coords.data());
+  packer::LevelPacker<BulkAllocator, ScratchAllocator> levels(layout, packer_options, t.nnz(),
+                                                              coords.data());
   if (!levels.Run()) {
     outcome.refusal = levels.Refusal();
     return outcome;
