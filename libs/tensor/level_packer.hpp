@@ -160,12 +160,13 @@ class LevelPacker {
     int64_t dim_sum = 0;
     for (int64_t d : layout_.dims) dim_sum += d;
     cap_ = options_.padding_cap * double(std::max<int64_t>({n_, dim_sum, 1}));
-    level_coords_.resize(num_levels);
-    coordinate_storage_.reserve(num_levels);  // level_coords_ points into them
     extents_.resize(num_levels);
+    key_shift_.assign(num_levels, -1);
+    split_shift_.assign(num_levels, -1);
     for (int l = 0; l < num_levels; ++l) {
-      level_coords_[l] = LevelCoordinates(l);
       extents_[l] = layout_.LevelExtent(l);
+      const int64_t split = layout_.split[layout_.levels[l].mode];
+      if (split > 0 && (split & (split - 1)) == 0) split_shift_[l] = BitsFor(split);
     }
     SortEntries();
     position_.resize(n_);
@@ -250,17 +251,60 @@ class LevelPacker {
     return false;
   }
 
-  // Coordinates of every entry at one level.
-  const int32_t* LevelCoordinates(int level) {
-    const LevelLayout& spec = layout_.levels[level];
-    const int32_t* c = mode_coords_[spec.mode];
-    if (spec.part == kWholeMode) return c;
-    Scratch<int32_t>& storage = coordinate_storage_.emplace_back();
-    storage.resize(n_);
-#pragma omp parallel for schedule(static) num_threads(threads_)
-    for (int64_t e = 0; e < n_; ++e)
-      storage[e] = static_cast<int32_t>(layout_.LevelCoordinate(level, c[e]));
-    return storage.data();
+  // The coordinate of `entry` at level l.
+  int32_t LevelCoordinate(int l, int64_t entry) const {
+    return PartOf(layout_.levels[l].part, mode_coords_[layout_.levels[l].mode][entry],
+                  layout_.split[layout_.levels[l].mode], split_shift_[l]);
+  }
+  // The part of coordinate v that a level stores; a split by a power of two shifts and masks
+  // (a division per entry and level dominated sorting).
+  static int32_t PartOf(int part, int64_t v, int64_t split, int shift) {
+    if (part == kWholeMode) return static_cast<int32_t>(v);
+    if (shift >= 0) return static_cast<int32_t>(part == kOuterPart ? v >> shift : v & (split - 1));
+    return static_cast<int32_t>(part == kOuterPart ? v / split : v % split);
+  }
+
+  // Reads the coordinates of one level by sorted rank: out of the sorted keys when the level is
+  // one of them (in order, no gather), else through the order from the entry's mode.
+  struct LevelReader {
+    const uint32_t* keys32 = nullptr;
+    const uint64_t* keys64 = nullptr;
+    int shift = 0;
+    uint64_t mask = 0;
+    const int32_t* mode = nullptr;
+    const int32_t* order = nullptr;
+    int part = kWholeMode;
+    int64_t split = 1;
+    int split_shift = -1;
+    int32_t operator()(int64_t r) const {
+      if (keys32) return static_cast<int32_t>((keys32[r] >> shift) & mask);
+      if (keys64) return static_cast<int32_t>((keys64[r] >> shift) & mask);
+      return PartOf(part, mode[order ? order[r] : r], split, split_shift);
+    }
+  };
+  LevelReader Reader(int l) const {
+    LevelReader reader;
+    const LevelLayout& spec = layout_.levels[l];
+    if (key_shift_[l] >= 0) {
+      reader.keys32 = keys32_.empty() ? nullptr : keys32_.data();
+      reader.keys64 = keys64_.empty() ? nullptr : keys64_.data();
+      reader.shift = key_shift_[l];
+      reader.mask = (uint64_t(1) << BitsFor(extents_[l])) - 1;
+      return reader;
+    }
+    reader.mode = mode_coords_[spec.mode];
+    reader.order = order_;
+    reader.part = spec.part;
+    reader.split = layout_.split[spec.mode];
+    reader.split_shift = split_shift_[l];
+    return reader;
+  }
+
+  // The sorted keys no longer follow the ranks (the entries were sorted again).
+  void ForgetKeys() {
+    std::fill(key_shift_.begin(), key_shift_.end(), -1);
+    keys32_ = Scratch<uint32_t>();
+    keys64_ = Scratch<uint64_t>();
   }
 
   // The levels in the order entries are sorted by: the level order, except that a sliced level
@@ -351,31 +395,43 @@ class LevelPacker {
     int bits = 0;
     for (int k = 0; k < passes; ++k) bits += BitsFor(extents_[key_order[k]]);
     if (passes > 1 && bits <= 32) {
-      SortByCompositeKey<uint32_t>(key_order, passes, bits);
+      SortByCompositeKey(keys32_, key_order, passes, bits);
     } else if (passes > 1 && bits <= 64) {
-      SortByCompositeKey<uint64_t>(key_order, passes, bits);
+      SortByCompositeKey(keys64_, key_order, passes, bits);
     } else {
-      Scratch<int32_t> scratch;
-      for (int k = passes - 1; k >= 0; --k)
-        StableSortByKey(perm_, level_coords_[key_order[k]], extents_[key_order[k]], scratch);
+      Scratch<int32_t> scratch, key(passes > 0 ? n_ : 0);
+      for (int k = passes - 1; k >= 0; --k) {
+        const int level = key_order[k];
+#pragma omp parallel for schedule(static) num_threads(threads_)
+        for (int64_t e = 0; e < n_; ++e) key[e] = LevelCoordinate(level, e);
+        StableSortByKey(perm_, key.data(), extents_[level], scratch);
+      }
     }
     order_ = perm_.empty() ? nullptr : perm_.data();
   }
 
+  // Sorts by the first `passes` levels' coordinates side by side in one key per entry, and
+  // keeps the sorted keys: the levels read their coordinates out of them.
   template <class Key>
-  void SortByCompositeKey(const std::vector<int>& key_order, int passes, int bits) {
-    Scratch<Key> keys(n_);
+  void SortByCompositeKey(Scratch<Key>& keys, const std::vector<int>& key_order, int passes,
+                          int bits) {
+    keys.resize(n_);
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t r = 0; r < n_; ++r) {
       Key key = 0;
       for (int k = 0; k < passes; ++k) {
         const int level = key_order[k];
-        key =
-            static_cast<Key>(key << BitsFor(extents_[level]) | Key(level_coords_[level][perm_[r]]));
+        key = static_cast<Key>(key << BitsFor(extents_[level]) |
+                               Key(LevelCoordinate(level, perm_[r])));
       }
       keys[r] = key;
     }
     RadixSortPairs(keys, perm_, bits);
+    int shift = 0;
+    for (int k = passes - 1; k >= 0; --k) {
+      key_shift_[key_order[k]] = shift;
+      shift += BitsFor(extents_[key_order[k]]);
+    }
   }
 
   // Bits that hold coordinates in [0, extent).
@@ -448,10 +504,10 @@ class LevelPacker {
     }
     level.positions = parent_positions_ * level.extent;
     const int64_t extent = level.extent;
-    const int32_t* c = level_coords_[l];
+    const LevelReader c = Reader(l);
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t r = 0; r < n_; ++r)
-      position_[r] = static_cast<int32_t>(position_[r] * extent + c[Entry(r)]);
+      position_[r] = static_cast<int32_t>(position_[r] * extent + c(r));
     return AddLevel(std::move(level));
   }
 
@@ -462,7 +518,7 @@ class LevelPacker {
     Level level;
     level.kind = kCompressedLevel;
     level.extent = extents_[l];
-    const int32_t* c = level_coords_[l];
+    const LevelReader c = Reader(l);
     const bool every_entry = l + 1 < static_cast<int>(layout_.levels.size()) &&
                              layout_.levels[l + 1].kind == kSingletonLevel;
     std::vector<int64_t> starts(threads_ + 1, 0);
@@ -472,8 +528,7 @@ class LevelPacker {
       const int u = ThreadNumber();
       const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
       auto is_start = [&](int64_t r) {
-        return every_entry || r == 0 || position_[r] != position_[r - 1] ||
-               c[Entry(r)] != c[Entry(r - 1)];
+        return every_entry || r == 0 || position_[r] != position_[r - 1] || c(r) != c(r - 1);
       };
       int64_t count = 0;
       for (int64_t r = lo; r < hi; ++r) count += is_start(r);
@@ -489,7 +544,7 @@ class LevelPacker {
       for (int64_t r = lo; r < hi; ++r) {
         if (is_start(r)) {
           ++q;
-          crd[q] = c[Entry(r)];
+          crd[q] = c(r);
           // pos[p] counts the positions whose parent is below p: every p in
           // (previous entry's parent, this entry's parent] starts at q.
           const int64_t parent = position_[r];
@@ -518,10 +573,10 @@ class LevelPacker {
     level.kind = kSingletonLevel;
     level.extent = extents_[l];
     level.positions = parent_positions_;
-    const int32_t* c = level_coords_[l];
+    const LevelReader c = Reader(l);
     Scratch<int32_t> crd(parent_positions_);
 #pragma omp parallel for schedule(static) num_threads(threads_)
-    for (int64_t r = 0; r < n_; ++r) crd[position_[r]] = c[Entry(r)];
+    for (int64_t r = 0; r < n_; ++r) crd[position_[r]] = c(r);
     if (options_.choose_encodings) {
       level.encoding.bits = level.extent <= 256 ? 8 : level.extent <= 65536 ? 16 : 32;
     } else if (l < static_cast<int>(options_.encodings.size())) {
@@ -586,15 +641,15 @@ class LevelPacker {
     Level level;
     level.kind = kSlicedLevel;
     level.extent = extents_[l];
-    const int32_t* c = level_coords_[l];
+    const LevelReader c = Reader(l);
     const int64_t lanes = extents_[l + 1];
-    const int32_t* lane = level_coords_[l + 1];
+    const LevelReader lane = Reader(l + 1);
     // r continues the (parent, lane) run of r - 1; entries that differ only below the lanes
     // share their slot.
     auto continues = [&](int64_t r) {
-      return r > 0 && position_[r] == position_[r - 1] && lane[Entry(r)] == lane[Entry(r - 1)];
+      return r > 0 && position_[r] == position_[r - 1] && lane(r) == lane(r - 1);
     };
-    auto shares_slot = [&](int64_t r) { return continues(r) && c[Entry(r)] == c[Entry(r - 1)]; };
+    auto shares_slot = [&](int64_t r) { return continues(r) && c(r) == c(r - 1); };
     Scratch<int32_t> rank(n_);
     Scratch<int32_t> slots(parent_positions_ + 1);
     Scratch<int32_t> smallest(parent_positions_);
@@ -628,7 +683,7 @@ class LevelPacker {
         const int64_t first_parent = position_[lo], last_parent = position_[hi - 1];
         for (int64_t r = lo; r < hi; ++r) {
           const int64_t parent = position_[r];
-          const int32_t length = rank[r] + 1, coordinate = c[Entry(r)];
+          const int32_t length = rank[r] + 1, coordinate = c(r);
           const int edge = parent == first_parent ? 2 * u : parent == last_parent ? 2 * u + 1 : -1;
           int32_t& longest = edge < 0 ? slots[parent + 1] : edge_slots[edge];
           int32_t& least = edge < 0 ? smallest[parent] : edge_smallest[edge];
@@ -672,8 +727,8 @@ class LevelPacker {
         // One writer per slot: the first of the entries that share it.
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < n_; ++r) {
-        const int64_t leaf = (level.pos[position_[r]] + rank[r]) * lanes + lane[Entry(r)];
-        if (!shares_slot(r)) crd[leaf] = c[Entry(r)];
+        const int64_t leaf = (level.pos[position_[r]] + rank[r]) * lanes + lane(r);
+        if (!shares_slot(r)) crd[leaf] = c(r);
         next_[r] = static_cast<int32_t>(leaf);
       }
     }
@@ -714,6 +769,7 @@ class LevelPacker {
     perm_.swap(reordered);
     order_ = perm_.data();
     position_.swap(next_);
+    ForgetKeys();
   }
 
   bool AddLevel(Level level) {
@@ -846,8 +902,12 @@ class LevelPacker {
   const int threads_;
   const int32_t* const* mode_coords_;
   double cap_ = 0;
-  std::vector<const int32_t*> level_coords_;
-  std::vector<Scratch<int32_t>> coordinate_storage_;
+  // After SortByCompositeKey: the sorted keys (one of the two) and where each level's
+  // coordinate sits in them (-1: not a key).
+  Scratch<uint32_t> keys32_;
+  Scratch<uint64_t> keys64_;
+  std::vector<int> key_shift_;
+  std::vector<int> split_shift_;  // per level: log2 of its mode's split, -1 when not a power of 2
   std::vector<int64_t> extents_;
   Scratch<int32_t> perm_;             // the entry at each sorted rank, when not the identity
   const int32_t* order_ = nullptr;    // perm_'s data, or null for the identity
