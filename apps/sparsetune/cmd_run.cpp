@@ -96,6 +96,7 @@ void RunRun(const RunCommandOptions& o, Context& context) {
   out["timing_attempts"] = r.time.attempts;
   out["probe_us"] = r.time.probe_us;
   out["pack_ms"] = r.pack_ms;
+  out["ordering_ms"] = r.ordering_ms;
   out["compile_ms"] = r.compile_ms;
   out["compile_cached"] = r.compile_cached;
   out["source"] = r.source_path;
@@ -115,6 +116,9 @@ void RunRun(const RunCommandOptions& o, Context& context) {
   if (r.time.disturbed)
     std::printf("  machine    disturbed, the time is not to be trusted: %s (timed %d times)\n",
                 r.time.disturbance.c_str(), r.time.attempts);
+  if (r.ordering_ms > 0)
+    std::printf("  ordering   %s   (rows and columns renumbered before packing)\n",
+                FormatMs(r.ordering_ms).c_str());
   std::printf("  pack       %s   compile %s%s\n", FormatMs(r.pack_ms).c_str(),
               FormatMs(r.compile_ms).c_str(), r.compile_cached ? " (cached)" : "");
   std::printf("  source     %s\n", r.source_path.c_str());
