@@ -52,38 +52,32 @@ void MatrixOrdering::Invert() {
 
 namespace {
 
-// Sorts entries [from, to) of a row by column, carrying their values: insertion sort for the
-// short rows that dominate sparse matrices, else a sort of (column, offset) keys and a gather.
-void SortRowByColumn(int32_t* cols, double* values, int64_t from, int64_t to,
-                     std::vector<uint64_t>& keys, std::vector<double>& scratch) {
+// Writes old entries [from, to) of a row at `at` with their new columns, in column order: the
+// (new column, offset) keys are sorted (insertion sort for the short rows that dominate sparse
+// matrices) and each entry is written once, in place.
+void WriteRowByNewColumn(const int32_t* old_cols, const double* old_values, int64_t from,
+                         int64_t to, const int32_t* new_cols, int32_t* cols, double* values,
+                         int64_t at, std::vector<uint64_t>& keys) {
   const int64_t n = to - from;
-  if (n <= 32) {
-    for (int64_t a = from + 1; a < to; ++a) {
-      const int32_t c = cols[a];
-      const double v = values[a];
-      int64_t b = a;
-      for (; b > from && cols[b - 1] > c; --b) {
-        cols[b] = cols[b - 1];
-        values[b] = values[b - 1];
-      }
-      cols[b] = c;
-      values[b] = v;
-    }
-    return;
-  }
   keys.resize(n);
-  for (int64_t q = 0; q < n; ++q) keys[q] = uint64_t(uint32_t(cols[from + q])) << 32 | uint64_t(q);
-  std::sort(keys.begin(), keys.end());
-  scratch.assign(values + from, values + to);
+  for (int64_t q = 0; q < n; ++q)
+    keys[q] = uint64_t(uint32_t(new_cols[old_cols[from + q]])) << 32 | uint64_t(q);
+  if (n <= 32) {
+    for (int64_t a = 1; a < n; ++a) {
+      const uint64_t key = keys[a];
+      int64_t b = a;
+      for (; b > 0 && keys[b - 1] > key; --b) keys[b] = keys[b - 1];
+      keys[b] = key;
+    }
+  } else {
+    std::sort(keys.begin(), keys.end());
+  }
   for (int64_t q = 0; q < n; ++q) {
-    cols[from + q] = static_cast<int32_t>(keys[q] >> 32);
-    values[from + q] = scratch[keys[q] & 0xffffffffu];
+    cols[at + q] = static_cast<int32_t>(keys[q] >> 32);
+    values[at + q] = old_values[from + (keys[q] & 0xffffffffu)];
   }
 }
 
-// A canonical matrix's rows moved whole: a row's entries stay together, so only each row's
-// renumbered columns need sorting (short for the matrices orderings are for), in parallel and
-// in place in the output.
 CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& ordering) {
   const int64_t rows = matrix.dims[0];
   const int32_t* old_row_of = matrix.coords[0].data();
@@ -105,7 +99,8 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
   out.pattern_only = matrix.pattern_only;
   out.duplicates_summed = matrix.duplicates_summed;
   out.explicit_zeros = matrix.explicit_zeros;
-  out.coords.assign(2, std::vector<int32_t>(matrix.nnz()));
+  out.coords.resize(2);
+  for (auto& mode : out.coords) mode.resize(matrix.nnz());
   out.values.resize(matrix.nnz());
   int32_t* row_of = out.coords[0].data();
   int32_t* col_of = out.coords[1].data();
@@ -113,17 +108,20 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
 #pragma omp parallel
   {
     std::vector<uint64_t> keys;
-    std::vector<double> scratch;
 #pragma omp for schedule(dynamic, 4096)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t o = old_rows ? old_rows[r] : r;
       const int64_t from = old_start[o], to = old_start[o + 1], at = new_start[r];
+      for (int64_t e = from; e < to; ++e) row_of[at + e - from] = static_cast<int32_t>(r);
+      if (new_cols) {
+        WriteRowByNewColumn(old_col_of, old_value_of, from, to, new_cols, col_of, value_of, at,
+                            keys);
+        continue;
+      }
       for (int64_t e = from; e < to; ++e) {
-        row_of[at + e - from] = static_cast<int32_t>(r);
-        col_of[at + e - from] = new_cols ? new_cols[old_col_of[e]] : old_col_of[e];
+        col_of[at + e - from] = old_col_of[e];
         value_of[at + e - from] = old_value_of[e];
       }
-      if (new_cols) SortRowByColumn(col_of, value_of, at, at + to - from, keys, scratch);
     }
   }
   return out;
