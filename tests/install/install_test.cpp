@@ -13,7 +13,7 @@
 #include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_support.hpp"
+#include "cli/cli_support.hpp"
 
 namespace sparsetune {
 namespace {
