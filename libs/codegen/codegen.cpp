@@ -1155,8 +1155,7 @@ class Emitter {
           fixed.empty() ? first : "(" + Horner(fixed) + ") * " + D(i) + " + " + first;
       Line("if (" + first + " < " + D(i) + ")");
       Line("  memset(T0 + (" + row + ") * (" + Product(rest) + "), 0, sizeof(value_t) * (" +
-           Product(rest) + ") * (" + D(i) + " - " + first + " < " + S(i) + " ? " + D(i) + " - " +
-           first + " : " + S(i) + "));");
+           Product(rest) + ") * st_min(" + S(i) + ", " + D(i) + " - " + first + "));");
       return;
     }
     if (n.zero_prefix > 0) {

@@ -650,15 +650,16 @@ class Lowerer {
     }
   }
 
+  // Row blocks of fewer rows are cleared up front in one pass: a call per block would cost more
+  // than the cache it saves.
+  static constexpr int64_t kMinClearedBlockRows = 64;
+
   // Finds the deepest loop above the output's update such that it and every loop above it
   // range densely over output indices, and the indices they fix form a prefix of the
   // output's: each iteration of it owns one contiguous output slice. A loop over the outer
   // part of the next output index owns a block of it (the rows of a row block), which is
-  // contiguous too: the slice is cleared while it is still in cache when accumulated, by the
+  // contiguous too. The slice is cleared while it is still in cache when accumulated, by the
   // thread that accumulates it.
-  // Blocks of fewer rows are cleared up front in one pass: a call per block would cost more
-  // than the cache it saves.
-  static constexpr int64_t kMinClearedBlockRows = 64;
   void PlaceOutputClearing(const ComputeSite& site) {
     if (e_.sparse_output_prefix > 0) return;
     const auto& out = e_.tensors[0].indices;
@@ -693,16 +694,15 @@ class Lowerer {
       }
       // Every other enclosing variable in the fixed prefix, and this one the outer part of the
       // next output index.
-      const bool block = prefix < static_cast<int>(out.size()) &&
-                         l->var.part == SplitPart::kOuter && l->var.index == out[prefix] &&
-                         nest_->splits.at(l->var.index) >= kMinClearedBlockRows;
-      bool others_fixed = true;
+      bool block = prefix < static_cast<int>(out.size()) && l->var.part == SplitPart::kOuter &&
+                   l->var.index == out[prefix] &&
+                   nest_->splits.at(l->var.index) >= kMinClearedBlockRows;
       for (const auto& name : enclosing) {
         const auto& index = vars_.at(name).index;
-        others_fixed &= name == l->var.name ||
-                        std::find(out.begin(), out.begin() + prefix, index) != out.begin() + prefix;
+        block &= name == l->var.name ||
+                 std::find(out.begin(), out.begin() + prefix, index) != out.begin() + prefix;
       }
-      if (block && others_fixed) {
+      if (block) {
         best = l;
         best_prefix = prefix;
         best_block = true;

@@ -61,11 +61,6 @@ struct Layout {
     const int64_t dim = dims[l.mode], s = split[l.mode];
     return l.part == kWholeMode ? dim : l.part == kOuterPart ? (dim + s - 1) / s : s;
   }
-  int64_t LevelCoordinate(int level, int64_t value) const {
-    const LevelLayout& l = levels[level];
-    const int64_t s = split[l.mode];
-    return l.part == kWholeMode ? value : l.part == kOuterPart ? value / s : value % s;
-  }
 };
 
 // Unsigned coordinates of `bits` bits, absolute or relative to their segment's smallest.

@@ -54,7 +54,7 @@ namespace {
 
 // Writes old entries [from, to) of a row at `at` with their new columns, in column order: the
 // (new column, offset) keys are sorted (insertion sort for the short rows that dominate sparse
-// matrices) and each entry is written once, in place.
+// matrices), then each entry is written once.
 void WriteRowByNewColumn(const int32_t* old_cols, const double* old_values, int64_t from,
                          int64_t to, const int32_t* new_cols, int32_t* cols, double* values,
                          int64_t at, std::vector<uint64_t>& keys) {
@@ -78,6 +78,8 @@ void WriteRowByNewColumn(const int32_t* old_cols, const double* old_values, int6
   }
 }
 
+// A canonical matrix's rows moved whole: a row's entries stay together, so only each row's
+// renumbered columns need sorting (short for the matrices orderings are for), in parallel.
 CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& ordering) {
   const int64_t rows = matrix.dims[0];
   const int32_t* old_row_of = matrix.coords[0].data();
