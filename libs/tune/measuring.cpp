@@ -132,6 +132,20 @@ void MeasureOrderings(KernelRunner& runner, Jit& jit, const ContestOptions& cont
   m.stage_ms["ordering"] = MsSince(start);
 }
 
+TuneCandidateResult LineOf(const TuneCandidate& candidate, const RunResult& r) {
+  TuneCandidateResult line;
+  line.schedule_json = candidate.json;
+  line.source = candidate.source;
+  line.status = RunStatusName(r.status);
+  line.message = r.message;
+  if (r.ok()) {
+    line.time_ms = r.time.median_ms;
+    line.pack_ms = r.pack_ms + r.ordering_ms;
+    line.ordering_ms = r.ordering_ms;
+  }
+  return line;
+}
+
 }  // namespace
 
 std::vector<OrderingKind> DefaultOrderings() {
@@ -189,6 +203,8 @@ Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor
                            " times): nothing was stored; tune again on a quiet machine, or "
                            "store it anyway with --on-busy store");
   MeasureOrderings(runner, jit, contest, observer, options, progress, m);
+  for (size_t c = 0; c < m.candidates.size(); ++c)
+    m.lines.push_back(LineOf(m.candidates[c], m.results[c]));
   return m;
 }
 

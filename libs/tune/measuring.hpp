@@ -56,11 +56,23 @@ struct MeasuringOptions {
   std::vector<OrderingKind> orderings = DefaultOrderings();
 };
 
+// One candidate's line of a tune report.
+struct TuneCandidateResult {
+  std::string schedule_json;
+  std::string source;
+  std::string status;  // "ok" or a RunStatusName
+  std::string message;
+  double time_ms = 0;
+  double pack_ms = 0;      // ordering and packing
+  double ordering_ms = 0;  // of which ordering
+};
+
 struct Measured {
   // The candidates (FixedCSR first), the ordered variants of the second round after them.
   std::vector<TuneCandidate> candidates;
   // One per candidate, then FixedCSR's repeat.
   std::vector<RunResult> results;
+  std::vector<TuneCandidateResult> lines;  // one per candidate, as the report shows them
   int attempts = 1;                        // how many times the first round was measured
   std::string disturbance;                 // why the times stayed disturbed ("" when they did not)
   std::map<std::string, double> stage_ms;  // "measure", and "ordering" for the second round

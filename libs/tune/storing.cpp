@@ -33,12 +33,10 @@ std::string FailureReason(const RunResult& result) {
   return std::string(RunStatusName(result.status)) + ": " + result.message;
 }
 
-void StoreResult(Database& db, const TuningKey& key, const std::string& expression,
-                 const TuneCandidate& candidate, const RunResult& r) {
-  if (!r.ok()) {
-    db.RecordFailure(FailureOf(key, expression, candidate.json, FailureReason(r)));
-    return;
-  }
+int64_t StoreResult(Database& db, const TuningKey& key, const std::string& expression,
+                    const TuneCandidate& candidate, const RunResult& r) {
+  if (!r.ok())
+    return db.RecordFailure(FailureOf(key, expression, candidate.json, FailureReason(r)));
   MeasurementRecord record;
   record.key = key;
   record.expression = expression;
@@ -51,19 +49,21 @@ void StoreResult(Database& db, const TuningKey& key, const std::string& expressi
   record.compile_ms = r.compile_ms;
   record.verified = r.verified;
   record.source = candidate.source;
-  db.RecordMeasurement(record);
+  return db.RecordMeasurement(record);
 }
 
 void StoreTune(Database& db, const TuningKey& key, const std::string& expression,
                const MatrixRecord& matrix, const std::vector<TuneCandidate>& candidates,
                const std::vector<RunResult>& results, int winner) {
   db.UpsertMatrix(matrix);
-  for (size_t c = 0; c < candidates.size(); ++c)
-    StoreResult(db, key, expression, candidates[c], results[c]);
+  int64_t winner_id = -1;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const int64_t schedule_id = StoreResult(db, key, expression, candidates[c], results[c]);
+    if (static_cast<int>(c) == winner) winner_id = schedule_id;
+  }
   if (winner < 0) return;
   const RunResult& fixed = results[0];
-  const int64_t schedule_id = db.UpsertSchedule(key.kernel, expression, candidates[winner].json);
-  db.SetWinner(key, schedule_id, results[winner].time.median_ms,
+  db.SetWinner(key, winner_id, results[winner].time.median_ms,
                fixed.ok() ? std::optional<double>(fixed.time.median_ms) : std::nullopt);
 }
 

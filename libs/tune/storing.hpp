@@ -32,9 +32,9 @@ FailureRecord FailureOf(const TuningKey& key, const std::string& expression,
 std::string FailureReason(const RunResult& result);
 
 // Stores one candidate's result: its times when it ran and was verified (the preparation time
-// counts ordering and packing), else why it did not.
-void StoreResult(Database& db, const TuningKey& key, const std::string& expression,
-                 const TuneCandidate& candidate, const RunResult& result);
+// counts ordering and packing), else why it did not. Returns the schedule's id.
+int64_t StoreResult(Database& db, const TuningKey& key, const std::string& expression,
+                    const TuneCandidate& candidate, const RunResult& result);
 
 // Stores what a tune found: the matrix, every candidate's result and, when `winner` is one of
 // them (not -1), that candidate as the key's winner beside FixedCSR's time (results[0]).

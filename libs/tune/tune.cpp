@@ -110,21 +110,11 @@ const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const Tu
                                     const Measured& measured, TuneReport& report) {
   const std::vector<TuneCandidate>& candidates = measured.candidates;
   const std::vector<RunResult>& results = measured.results;
+  report.candidates.insert(report.candidates.end(), measured.lines.begin(), measured.lines.end());
   int best = -1;
   for (size_t c = 0; c < candidates.size(); ++c) {
-    const RunResult& r = results[c];
-    TuneCandidateResult out;
-    out.schedule_json = candidates[c].json;
-    out.source = candidates[c].source;
-    out.status = RunStatusName(r.status);
-    out.message = r.message;
-    if (r.ok()) {
-      out.time_ms = r.time.median_ms;
-      out.pack_ms = r.pack_ms + r.ordering_ms;
-      out.ordering_ms = r.ordering_ms;
-      if (best < 0 || r.time.median_ms < results[best].time.median_ms) best = static_cast<int>(c);
-    }
-    report.candidates.push_back(out);
+    if (results[c].ok() && (best < 0 || results[c].time.median_ms < results[best].time.median_ms))
+      best = static_cast<int>(c);
   }
   // A wrong FixedCSR is a fault of this program: its results are kept, no winner is.
   const RunResult& fixed = results[0];

@@ -50,16 +50,6 @@ struct TuneRequest {
   BusyPolicy on_busy = BusyPolicyFromEnvironment();
 };
 
-struct TuneCandidateResult {
-  std::string schedule_json;
-  std::string source;
-  std::string status;  // "ok" or a RunStatusName
-  std::string message;
-  double time_ms = 0;
-  double pack_ms = 0;      // ordering and packing
-  double ordering_ms = 0;  // of which ordering
-};
-
 struct TuneReport {
   std::string kernel;  // the database's kernel key ("spmv", or "expr:" + expression)
   std::string expression;
