@@ -128,6 +128,8 @@ class Parser {
   size_t pos_ = 0;
 };
 
+}  // namespace
+
 std::string AccessText(const std::string& tensor, const std::vector<std::string>& indices) {
   std::string out = tensor;
   if (indices.empty()) return out;
@@ -135,8 +137,6 @@ std::string AccessText(const std::string& tensor, const std::vector<std::string>
   for (size_t k = 0; k < indices.size(); ++k) out += (k ? "," : "") + indices[k];
   return out + ')';
 }
-
-}  // namespace
 
 Assignment ParseAssignment(std::string_view text, const std::string& what) {
   return Parser(text, what).Parse();

@@ -24,6 +24,10 @@ struct Assignment {
 // Parses index notation. Throws InputError("<what>: column N: cause") where `what` names the
 // source of the text (such as "--expr" or a schedule file) for messages.
 Assignment ParseAssignment(std::string_view text, const std::string& what);
+
+// "B(i,j)", or "t" without indices: an access as index notation writes it.
+std::string AccessText(const std::string& tensor, const std::vector<std::string>& indices);
+
 // A single access such as "T(l)" or "t".
 Access ParseAccess(std::string_view text, const std::string& what);
 

@@ -4,25 +4,16 @@
 #include <algorithm>
 
 #include "sparseauto/space_internal.hpp"
+#include "sparseauto/temporary_names.hpp"
 
 namespace sparsetune::sparseauto_internal {
 
 namespace {
 
-std::string AccessText(const std::string& name, const std::vector<std::string>& indices) {
-  if (indices.empty()) return name;
-  std::string out = name + "(";
-  for (size_t k = 0; k < indices.size(); ++k) out += (k ? "," : "") + indices[k];
-  return out + ")";
-}
-
 class TreeRenderer {
  public:
   TreeRenderer(const Subproblems& subproblems, const std::vector<Node>& nodes)
-      : sub_(subproblems), e_(subproblems.expression()), nodes_(nodes) {
-    for (const auto& t : e_.tensors) taken_.push_back(t.name);
-    for (const auto& index : e_.indices) taken_.push_back(index);
-  }
+      : sub_(subproblems), e_(subproblems.expression()), nodes_(nodes), temporaries_(e_) {}
 
   Schedule ToSchedule(int32_t node) {
     Schedule s;
@@ -64,18 +55,6 @@ class TreeRenderer {
     return out;
   }
 
-  // Temporaries are named in pre-order, scalars t, t2, ... and dense ones T, T2, ..., skipping
-  // names the expression uses.
-  std::string TempName(bool scalar) {
-    const std::string base = scalar ? "t" : "T";
-    int& counter = scalar ? scalars_ : dense_;
-    for (;;) {
-      ++counter;
-      const std::string name = counter == 1 ? base : base + std::to_string(counter);
-      if (std::find(taken_.begin(), taken_.end(), name) == taken_.end()) return name;
-    }
-  }
-
   void Render(int32_t node, ScheduleNode& out, const std::string& lhs_text,
               std::map<uint32_t, std::string> scope) {
     const Node& n = nodes_[node];
@@ -86,9 +65,9 @@ class TreeRenderer {
       std::vector<std::pair<int, std::string>> factors;
       for (const auto& f : q.factors) {
         const int first = __builtin_ctz(f.mask) + 1;
-        factors.emplace_back(first,
-                             f.temp ? scope.at(f.mask)
-                                    : AccessText(e_.tensors[first].name, e_.tensors[first].indices));
+        factors.emplace_back(
+            first, f.temp ? scope.at(f.mask)
+                          : AccessText(e_.tensors[first].name, e_.tensors[first].indices));
       }
       std::sort(factors.begin(), factors.end());
       out.compute = lhs_text + " +=";
@@ -106,7 +85,7 @@ class TreeRenderer {
     for (int8_t x : order) shared |= 1u << x;
     std::vector<std::string> temp_indices;
     for (int8_t x : order) temp_indices.push_back(e_.indices[x]);
-    const std::string temp_text = AccessText(TempName(shared == 0), temp_indices);
+    const std::string temp_text = AccessText(temporaries_.Next(shared == 0), temp_indices);
     out.temp = temp_text;
     out.producer = std::make_unique<ScheduleNode>();
     out.consumer = std::make_unique<ScheduleNode>();
@@ -118,8 +97,7 @@ class TreeRenderer {
   const Subproblems& sub_;
   const Expression& e_;
   const std::vector<Node>& nodes_;
-  std::vector<std::string> taken_;
-  int scalars_ = 0, dense_ = 0;
+  TemporaryNames temporaries_;  // named in pre-order
 };
 
 }  // namespace

@@ -3,24 +3,16 @@
 
 #include "base/errors.hpp"
 #include "sparseauto/space.hpp"
+#include "sparseauto/temporary_names.hpp"
 
 namespace sparsetune {
 
 namespace {
 
-std::string Text(const std::string& name, const std::vector<std::string>& indices) {
-  if (indices.empty()) return name;
-  std::string out = name + "(";
-  for (size_t k = 0; k < indices.size(); ++k) out += (k ? "," : "") + indices[k];
-  return out + ")";
-}
-
 class NotationWriter {
  public:
-  NotationWriter(const Expression& e, const Schedule& s) : e_(e), s_(s) {
+  NotationWriter(const Expression& e, const Schedule& s) : e_(e), s_(s), temporaries_(e) {
     for (const auto& [var, kind] : s.format) level_kind_[var] = kind;
-    for (const auto& t : e.tensors) taken_.push_back(t.name);
-    for (const auto& index : e.indices) taken_.push_back(index);
   }
 
   std::string Run() {
@@ -76,16 +68,6 @@ class NotationWriter {
     return mask;
   }
 
-  std::string NewName(bool scalar) {
-    const std::string base = scalar ? "t" : "T";
-    int& counter = scalar ? scalars_ : dense_;
-    for (;;) {
-      ++counter;
-      const std::string name = counter == 1 ? base : base + std::to_string(counter);
-      if (std::find(taken_.begin(), taken_.end(), name) == taken_.end()) return name;
-    }
-  }
-
   std::string Loops(const ScheduleNode& n) const {
     const bool on_path = sparse_path_.at(&n);
     const auto& modes = e_.sparse_input().indices;
@@ -106,8 +88,8 @@ class NotationWriter {
     const std::string loops = Loops(n);
     if (n.is_where()) {
       const Access t = ParseAccess(n.temp, "temporary \"" + n.temp + "\"");
-      const std::string renamed = NewName(t.indices.empty());
-      const std::string temp_text = Text(renamed, t.indices);
+      const std::string renamed = temporaries_.Next(t.indices.empty());
+      const std::string temp_text = AccessText(renamed, t.indices);
       names[t.tensor] = renamed;
       const std::string producer = Section(*n.producer, scope, names);
       const std::string consumer = Section(*n.consumer, scope, names);
@@ -117,11 +99,11 @@ class NotationWriter {
     std::string lhs;
     std::vector<Access> factors;
     if (n.compute.empty()) {
-      lhs = Text(e_.tensors[0].name, e_.tensors[0].indices);
+      lhs = AccessText(e_.tensors[0].name, e_.tensors[0].indices);
     } else {
       const Assignment a = ParseAssignment(n.compute, "compute \"" + n.compute + "\"");
       auto renamed = names.find(a.lhs.tensor);
-      lhs = Text(renamed != names.end() ? renamed->second : a.lhs.tensor, a.lhs.indices);
+      lhs = AccessText(renamed != names.end() ? renamed->second : a.lhs.tensor, a.lhs.indices);
     }
     factors = Factors(n);
     std::vector<std::pair<int, std::string>> ordered;
@@ -129,8 +111,8 @@ class NotationWriter {
       const uint32_t mask = FactorMask(f, scope);
       const int first = mask ? __builtin_ctz(mask) : 64;
       auto renamed = names.find(f.tensor);
-      ordered.emplace_back(first,
-                           Text(renamed != names.end() ? renamed->second : f.tensor, f.indices));
+      ordered.emplace_back(
+          first, AccessText(renamed != names.end() ? renamed->second : f.tensor, f.indices));
     }
     std::stable_sort(ordered.begin(), ordered.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -143,8 +125,7 @@ class NotationWriter {
   const Schedule& s_;
   std::map<std::string, LevelKind> level_kind_;
   std::map<const ScheduleNode*, bool> sparse_path_;
-  std::vector<std::string> taken_;
-  int scalars_ = 0, dense_ = 0;
+  TemporaryNames temporaries_;
 };
 
 // Costs of any (unsplit) schedule tree, computed directly on the tree: an independent check
