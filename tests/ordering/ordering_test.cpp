@@ -63,6 +63,39 @@ bool IsPermutation(const std::vector<int32_t>& p, int64_t n) {
   return true;
 }
 
+// Renumbering rows and columns of a canonical matrix keeps every entry and its value, and leaves
+// the matrix canonical, for rows short and long (a row of 3000 entries beside rows of 1 to 100).
+TEST(Renumbering, KeepsEveryEntryOfShortAndLongRows) {
+  const int64_t n = 4000;
+  std::mt19937 rng(11);
+  CooTensor t;
+  t.Reset({n, n});
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t length = r == 17 ? 3000 : 1 + static_cast<int64_t>(rng() % 100);
+    for (int64_t q = 0; q < length; ++q) {
+      const int32_t rc[2] = {static_cast<int32_t>(r), static_cast<int32_t>(rng() % n)};
+      t.Append(rc, static_cast<double>(rng() % 1000) + 0.5);
+    }
+  }
+  t.Canonicalize();
+  MatrixOrdering o;
+  o.rows.resize(n);
+  o.cols.resize(n);
+  std::iota(o.rows.begin(), o.rows.end(), 0);
+  std::iota(o.cols.begin(), o.cols.end(), 0);
+  std::shuffle(o.rows.begin(), o.rows.end(), rng);
+  std::shuffle(o.cols.begin(), o.cols.end(), rng);
+  o.Invert();
+  const CooTensor renumbered = PermuteMatrix(t, o);
+  CooTensor expected = t;
+  for (auto& r : expected.coords[0]) r = o.rows[r];
+  for (auto& c : expected.coords[1]) c = o.cols[c];
+  expected.Canonicalize();
+  ASSERT_TRUE(renumbered.IsCanonical());
+  EXPECT_EQ(renumbered.coords, expected.coords);
+  EXPECT_EQ(renumbered.values, expected.values);
+}
+
 TEST(Ordering, EveryKindIsASymmetricPermutationAndReproducible) {
   std::vector<int32_t> label;
   const CooTensor band = ScrambledBand(3000, &label);
