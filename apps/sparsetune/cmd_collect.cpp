@@ -124,10 +124,17 @@ void PrintSummary(const CollectReport& report) {
                  "processes\n",
                  report.kernel.c_str(), (long long)tally.busy_matrices);
   }
+  if (tally.twins_retimed > 0) {
+    std::fprintf(stderr,
+                 "collect %s: %lld matrices were measured again: two timings of the same "
+                 "FixedCSR kernel disagreed by more than 10%%\n",
+                 report.kernel.c_str(), (long long)tally.twins_retimed);
+  }
   if (tally.disturbed > 0) {
     std::fprintf(stderr,
-                 "collect %s: %lld schedules were timed while other processes held the cores, "
-                 "twice; they were not stored: collect again on a quiet machine to measure them\n",
+                 "collect %s: %lld schedules were timed while the machine was busy (other "
+                 "processes on the cores, or FixedCSR's two timings apart), twice; they were not "
+                 "stored: collect again on a quiet machine to measure them\n",
                  report.kernel.c_str(), (long long)tally.disturbed);
   }
 }

@@ -38,6 +38,8 @@ struct CollectTally {
   // Timed while other processes held the cores, twice: not stored, so the next run measures
   // them again.
   int64_t disturbed = 0;
+  // Matrices measured again because the two timings of FixedCSR in their contest disagreed.
+  int64_t twins_retimed = 0;
 
   int64_t failed_total() const;
   // The state carried across a restart. Unreadable files and finished matrices are met again

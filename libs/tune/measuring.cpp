@@ -15,10 +15,10 @@ namespace sparsetune {
 
 namespace {
 
-// Two timings of identical code (FixedCSR measured twice) that differ by more than this share
-// and by kTwinExcessMs say the machine was busy, whatever the probe saw.
-constexpr double kTwinNoiseLimit = 0.5;
-constexpr double kTwinExcessMs = 0.02;
+// Tune's FixedCSR twins farther apart than this share (TwinDisagreement) say the machine was
+// busy, whatever the probe saw: tune only needs the winner to stand out of the noise.
+constexpr double kTuneTwinLimit = 0.5;
+constexpr double kTuneTwinExcessMs = 0.02;
 // Whole measurements made before a disturbance counts as a busy machine. Settled kernels of a
 // few tens of microseconds on a virtual machine's cores still meet a slow spell now and then
 // (a 39 us FixedCSR SpMV at 80 us for seconds, on an idle guest); a third attempt passes it.
@@ -30,17 +30,8 @@ std::string DisturbanceOf(const std::vector<RunResult>& results) {
   for (const RunResult& r : results) {
     if (r.ok() && r.time.disturbed) return r.time.disturbance;
   }
-  const RunResult& fixed = results.front();
-  const RunResult& twin = results.back();
-  if (results.size() > 1 && fixed.ok() && twin.ok()) {
-    const double a = fixed.time.median_ms, b = twin.time.median_ms;
-    if (std::fabs(a - b) > kTwinExcessMs && std::fabs(a - b) > kTwinNoiseLimit * std::min(a, b)) {
-      char text[160];
-      std::snprintf(text, sizeof text,
-                    "two timings of the same FixedCSR kernel differ: %.4g and %.4g ms", a, b);
-      return text;
-    }
-  }
+  if (results.size() > 1)
+    return TwinDisagreement(results.front(), results.back(), kTuneTwinLimit, kTuneTwinExcessMs);
   return "";
 }
 
@@ -147,6 +138,18 @@ TuneCandidateResult LineOf(const TuneCandidate& candidate, const RunResult& r) {
 }
 
 }  // namespace
+
+std::string TwinDisagreement(const RunResult& first, const RunResult& second, double relative_limit,
+                             double excess_ms) {
+  if (!first.ok() || !second.ok()) return "";
+  const double a = first.time.median_ms, b = second.time.median_ms;
+  if (std::fabs(a - b) <= excess_ms || std::fabs(a - b) <= relative_limit * std::min(a, b))
+    return "";
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "two timings of the same FixedCSR kernel differ: %.4g and %.4g ms", a, b);
+  return text;
+}
 
 std::vector<OrderingKind> DefaultOrderings() {
   return {OrderingKind::kDegree, OrderingKind::kRcm, OrderingKind::kPartition};

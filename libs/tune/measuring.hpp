@@ -56,6 +56,12 @@ struct MeasuringOptions {
   std::vector<OrderingKind> orderings = DefaultOrderings();
 };
 
+// Two timings of identical code (FixedCSR measured twice in one contest) that differ by more
+// than `relative_limit` of the faster one and by `excess_ms` say the machine was busy, whatever
+// the probe saw: why, or "" when they agree (or either did not run).
+std::string TwinDisagreement(const RunResult& first, const RunResult& second, double relative_limit,
+                             double excess_ms);
+
 // One candidate's line of a tune report.
 struct TuneCandidateResult {
   std::string schedule_json;

@@ -117,7 +117,7 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   const nlohmann::json json = report.ToJson();
   for (const char* field : {"kernel", "database", "files", "measured", "failed", "failed_by_reason",
                             "skipped", "unreadable", "restarts", "busy_matrices", "disturbed",
-                            "elapsed_s", "schedules_per_minute"})
+                            "twins_retimed", "elapsed_s", "schedules_per_minute"})
     EXPECT_TRUE(json.contains(field)) << field;
 
   steps.clear();
