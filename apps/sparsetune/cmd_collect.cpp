@@ -124,6 +124,13 @@ void PrintSummary(const CollectReport& report) {
                  "processes\n",
                  report.kernel.c_str(), (long long)tally.busy_matrices);
   }
+  if (!tally.twin_spreads.empty()) {
+    std::fprintf(stderr,
+                 "collect %s: FixedCSR's two timings per matrix, %.1f%% apart at the median and "
+                 "%.1f%% at p90 (%zu matrices)\n",
+                 report.kernel.c_str(), 100 * tally.TwinSpread(0.5), 100 * tally.TwinSpread(0.9),
+                 tally.twin_spreads.size());
+  }
   if (tally.twins_retimed > 0) {
     std::fprintf(stderr,
                  "collect %s: %lld matrices were measured again: two timings of the same "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -33,6 +34,14 @@ int64_t CollectTally::failed_total() const {
   return n;
 }
 
+double CollectTally::TwinSpread(double q) const {
+  if (twin_spreads.empty()) return 0;
+  std::vector<double> sorted = twin_spreads;
+  std::sort(sorted.begin(), sorted.end());
+  const double rank = std::ceil(q * static_cast<double>(sorted.size()));
+  return sorted[std::clamp<size_t>(static_cast<size_t>(rank), 1, sorted.size()) - 1];
+}
+
 nlohmann::json CollectTally::ToJson() const {
   return {{"measured", measured},
           {"skipped", skipped},
@@ -41,6 +50,7 @@ nlohmann::json CollectTally::ToJson() const {
           {"busy_matrices", busy_matrices},
           {"disturbed", disturbed},
           {"twins_retimed", twins_retimed},
+          {"twin_spreads", twin_spreads},
           {"elapsed_before", elapsed_before},
           {"recounted", measured + failed_total() + skipped}};
 }
@@ -55,6 +65,7 @@ CollectTally CollectTally::FromJson(const nlohmann::json& json) {
   t.busy_matrices = json.value("busy_matrices", int64_t(0));
   t.disturbed = json.value("disturbed", int64_t(0));
   t.twins_retimed = json.value("twins_retimed", int64_t(0));
+  t.twin_spreads = json.value("twin_spreads", std::vector<double>());
   t.elapsed_before = json.value("elapsed_before", 0.0);
   return t;
 }
@@ -90,6 +101,9 @@ nlohmann::json CollectReport::ToJson() const {
   out["busy_matrices"] = tally.busy_matrices;
   out["disturbed"] = tally.disturbed;
   out["twins_retimed"] = tally.twins_retimed;
+  out["twin_pairs"] = tally.twin_spreads.size();
+  out["twin_spread_median"] = tally.TwinSpread(0.5);
+  out["twin_spread_p90"] = tally.TwinSpread(0.9);
   out["elapsed_s"] = elapsed_s;
   out["schedules_per_minute"] = schedules_per_minute();
   return out;
@@ -229,19 +243,20 @@ class Collection {
       if (offset) measured.insert(measured.begin(), fixed_csr);
       measured.push_back(fixed_csr);
     }
+    const bool twinned = measured.size() > 1 && measured.front() == measured.back();
     WaitForIdleCores();
     Status("measuring");
     std::vector<RunResult> results;
     std::string twins;
     try {
       results = Measure(*runner, key, measured);
-      twins = Twins(measured, results);
+      twins = twinned ? Twins(results) : "";
       if (!twins.empty() && request_.on_busy != BusyPolicy::kIgnore) {
         ++tally_.twins_retimed;
         WaitForIdleCores();
         Status("measuring again (" + twins + ")");
         results = Measure(*runner, key, measured);
-        twins = Twins(measured, results);
+        twins = twinned ? Twins(results) : "";
       }
       MeasureDisturbedAgain(*runner, key, measured, results);
     } catch (const InputError& e) {
@@ -250,6 +265,10 @@ class Collection {
       return;
     }
     if (watchdog_) watchdog_->Disarm();
+    if (twinned && results.front().ok() && results.back().ok()) {
+      const double a = results.front().time.median_ms, b = results.back().time.median_ms;
+      if (std::min(a, b) > 0) tally_.twin_spreads.push_back(std::fabs(a - b) / std::min(a, b));
+    }
     for (size_t s = 0; s < pending.size(); ++s) {
       const RunResult& r = results[s + offset];
       if (r.ok() && (r.time.disturbed || !twins.empty()) && request_.on_busy == BusyPolicy::kFail) {
@@ -270,11 +289,8 @@ class Collection {
     ++tally_.matrices_done;
   }
 
-  // Why the FixedCSR twins (the first and the last of `measured`) disagree, or "" (also when
-  // there are none).
-  static std::string Twins(const std::vector<const TuneCandidate*>& measured,
-                           const std::vector<RunResult>& results) {
-    if (measured.size() < 2 || measured.front() != measured.back()) return "";
+  // Why the FixedCSR twins (the first and the last result) disagree, or "".
+  static std::string Twins(const std::vector<RunResult>& results) {
     return TwinDisagreement(results.front(), results.back(), kCollectTwinLimit,
                             kCollectTwinExcessMs);
   }

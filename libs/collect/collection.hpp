@@ -40,6 +40,10 @@ struct CollectTally {
   int64_t disturbed = 0;
   // Matrices measured again because the two timings of FixedCSR in their contest disagreed.
   int64_t twins_retimed = 0;
+  // Per measured matrix, how far apart FixedCSR's two timings ended: |a - b| / min(a, b).
+  std::vector<double> twin_spreads;
+  // The `q` quantile (0 to 1) of twin_spreads, nearest rank; 0 when there are none.
+  double TwinSpread(double q) const;
 
   int64_t failed_total() const;
   // The state carried across a restart. Unreadable files and finished matrices are met again

@@ -106,6 +106,9 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   EXPECT_EQ(Count("SELECT count(*) FROM failures"), report.tally.failed_total());
   EXPECT_EQ(Count("SELECT count(*) FROM measurements WHERE source = 'fixed_csr'"), 2);
   EXPECT_EQ(Count("SELECT count(*) FROM matrices"), 2);
+  // FixedCSR was timed twice on each matrix: one spread each, and the twin is not a row.
+  EXPECT_EQ(report.tally.twin_spreads.size(), 2u);
+  EXPECT_LE(report.tally.TwinSpread(0.5), report.tally.TwinSpread(0.9));
   ASSERT_GE(steps.size(), 4u);
   EXPECT_EQ(steps.front(), "a reading");
   EXPECT_EQ(steps.back(), "b measuring");
@@ -115,9 +118,10 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   EXPECT_EQ(last.done(), 8);
 
   const nlohmann::json json = report.ToJson();
-  for (const char* field : {"kernel", "database", "files", "measured", "failed", "failed_by_reason",
-                            "skipped", "unreadable", "restarts", "busy_matrices", "disturbed",
-                            "twins_retimed", "elapsed_s", "schedules_per_minute"})
+  for (const char* field :
+       {"kernel", "database", "files", "measured", "failed", "failed_by_reason", "skipped",
+        "unreadable", "restarts", "busy_matrices", "disturbed", "twins_retimed", "twin_pairs",
+        "twin_spread_median", "twin_spread_p90", "elapsed_s", "schedules_per_minute"})
     EXPECT_TRUE(json.contains(field)) << field;
 
   steps.clear();
@@ -129,6 +133,16 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   EXPECT_EQ(steps,
             (std::vector<std::string>{"a reading", "a sampling", "b reading", "b sampling"}));
   EXPECT_EQ(last.done(), 8);
+}
+
+TEST(CollectTally, TwinSpreadIsANearestRankQuantile) {
+  CollectTally tally;
+  EXPECT_EQ(tally.TwinSpread(0.9), 0);
+  tally.twin_spreads = {0.04, 0.01, 0.03, 0.02, 0.30};
+  EXPECT_EQ(tally.TwinSpread(0.5), 0.03);
+  EXPECT_EQ(tally.TwinSpread(0.9), 0.30);
+  EXPECT_EQ(tally.TwinSpread(0.0), 0.01);
+  EXPECT_EQ(CollectTally::FromJson(tally.ToJson()).twin_spreads, tally.twin_spreads);
 }
 
 // Times taken while other processes hold the cores (threads of this test spinning, more than
