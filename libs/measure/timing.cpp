@@ -395,6 +395,8 @@ double ThreadRoundTripNs(int threads) {
   // that outlasts kBatchLimit (one of them waiting for a CPU) is called off: thread 0 swaps
   // the ball it served for that batch's mark (-1 - batch) unless thread 1 returned it first. A
   // mark per batch, so that a batch called off earlier does not end the next one at its start.
+  // Each batch starts once thread 1 says it is there (its ready mark): the clock is for round
+  // trips, not for waking a thread that sleeps at the barrier (OMP_WAIT_POLICY=passive).
   struct alignas(64) Line {
     std::atomic<int64_t> count{0};
   } ball;
@@ -403,11 +405,16 @@ double ThreadRoundTripNs(int threads) {
   double best = 0;
 #pragma omp parallel num_threads(threads)
   {
-    const int me = omp_get_thread_num();
-    for (int batch = 0; batch < kBatches; ++batch) {
+    // A team of one (OMP_THREAD_LIMIT, or called inside another parallel region) has nobody
+    // to return the ball, and its thread 0 would wait for a ready mark forever.
+    const int me = omp_get_num_threads() < 2 ? -1 : omp_get_thread_num();
+    for (int batch = 0; me >= 0 && batch < kBatches; ++batch) {
 #pragma omp barrier
       const int64_t first = 2 * int64_t(batch) * kTrips, called_off = -1 - int64_t(batch);
+      const int64_t ready = -1 - int64_t(kBatches) - int64_t(batch);
       if (me == 0) {
+        while (ball.count.load(std::memory_order_acquire) != ready) {
+        }
         const auto t0 = Clock::now();
         bool whole = true;
         for (int64_t k = first; whole && k < first + 2 * kTrips; k += 2) {
@@ -422,6 +429,7 @@ double ThreadRoundTripNs(int threads) {
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
         if (whole) best = best > 0 ? std::min(best, ns / kTrips) : ns / kTrips;
       } else if (me == 1) {
+        ball.count.store(ready, std::memory_order_release);
         for (int64_t k = first; k < first + 2 * kTrips; k += 2) {
           int64_t seen;
           while ((seen = ball.count.load(std::memory_order_acquire)) != k + 1 &&
