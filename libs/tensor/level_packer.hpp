@@ -89,6 +89,9 @@ inline int MaxThreads() {
 inline int ThreadNumber() {
   return omp_get_thread_num();
 }
+inline int TeamSize() {
+  return omp_get_num_threads();
+}
 #else
 inline int MaxThreads() {
   return 1;
@@ -96,7 +99,18 @@ inline int MaxThreads() {
 inline int ThreadNumber() {
   return 0;
 }
+inline int TeamSize() {
+  return 1;
+}
 #endif
+
+// Inside a parallel region: body(slice) for every slice in [0, slices), each on one thread of
+// the team. A region may get fewer threads than it asks for (OMP_THREAD_LIMIT, OMP_DYNAMIC, a
+// caller's own parallel region), so a thread takes every TeamSize()-th slice.
+template <class Body>
+inline void ForEachSlice(int slices, Body body) {
+  for (int slice = ThreadNumber(); slice < slices; slice += TeamSize()) body(slice);
+}
 
 // Threads worth starting for n elements of simple work.
 inline int ThreadsFor(int64_t n) {
@@ -352,10 +366,11 @@ class LevelPacker {
     scratch.resize(n);
 #pragma omp parallel num_threads(threads)
     {
-      const int t = ThreadNumber();
-      const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-      int32_t* mine = counts.data() + static_cast<size_t>(t) * extent;
-      for (int64_t r = lo; r < hi; ++r) ++mine[key[perm[r]]];
+      ForEachSlice(threads, [&](int t) {
+        const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        int32_t* mine = counts.data() + static_cast<size_t>(t) * extent;
+        for (int64_t r = lo; r < hi; ++r) ++mine[key[perm[r]]];
+      });
 #pragma omp barrier
 #pragma omp single
       {
@@ -369,7 +384,11 @@ class LevelPacker {
           }
         }
       }
-      for (int64_t r = lo; r < hi; ++r) scratch[mine[key[perm[r]]]++] = perm[r];
+      ForEachSlice(threads, [&](int t) {
+        const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        int32_t* mine = counts.data() + static_cast<size_t>(t) * extent;
+        for (int64_t r = lo; r < hi; ++r) scratch[mine[key[perm[r]]]++] = perm[r];
+      });
     }
     perm.swap(scratch);
   }
@@ -451,10 +470,11 @@ class LevelPacker {
       std::fill(counts.begin(), counts.end(), 0);
 #pragma omp parallel num_threads(threads)
       {
-        const int t = ThreadNumber();
-        const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-        int64_t* mine = counts.data() + static_cast<size_t>(t) * kBuckets;
-        for (int64_t r = lo; r < hi; ++r) ++mine[(keys[r] >> shift) & (kBuckets - 1)];
+        ForEachSlice(threads, [&](int t) {
+          const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+          int64_t* mine = counts.data() + static_cast<size_t>(t) * kBuckets;
+          for (int64_t r = lo; r < hi; ++r) ++mine[(keys[r] >> shift) & (kBuckets - 1)];
+        });
 #pragma omp barrier
 #pragma omp single
         {
@@ -468,11 +488,15 @@ class LevelPacker {
             }
           }
         }
-        for (int64_t r = lo; r < hi; ++r) {
-          const int64_t at = mine[(keys[r] >> shift) & (kBuckets - 1)]++;
-          key_scratch[at] = keys[r];
-          value_scratch[at] = values[r];
-        }
+        ForEachSlice(threads, [&](int t) {
+          const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+          int64_t* mine = counts.data() + static_cast<size_t>(t) * kBuckets;
+          for (int64_t r = lo; r < hi; ++r) {
+            const int64_t at = mine[(keys[r] >> shift) & (kBuckets - 1)]++;
+            key_scratch[at] = keys[r];
+            value_scratch[at] = values[r];
+          }
+        });
       }
       keys.swap(key_scratch);
       values.swap(value_scratch);
@@ -518,16 +542,17 @@ class LevelPacker {
                              layout_.levels[l + 1].kind == kSingletonLevel;
     std::vector<int64_t> starts(threads_ + 1, 0);
     Scratch<int32_t> crd;
+    auto is_start = [&](int64_t r) {
+      return every_entry || r == 0 || position_[r] != position_[r - 1] || c(r) != c(r - 1);
+    };
 #pragma omp parallel num_threads(threads_)
     {
-      const int u = ThreadNumber();
-      const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
-      auto is_start = [&](int64_t r) {
-        return every_entry || r == 0 || position_[r] != position_[r - 1] || c(r) != c(r - 1);
-      };
-      int64_t count = 0;
-      for (int64_t r = lo; r < hi; ++r) count += is_start(r);
-      starts[u + 1] = count;
+      ForEachSlice(threads_, [&](int u) {
+        const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
+        int64_t count = 0;
+        for (int64_t r = lo; r < hi; ++r) count += is_start(r);
+        starts[u + 1] = count;
+      });
 #pragma omp barrier
 #pragma omp single
       {
@@ -535,19 +560,22 @@ class LevelPacker {
         crd.resize(starts[threads_]);
         level.pos.resize(parent_positions_ + 1);  // every entry is written below
       }
-      int64_t q = starts[u] - 1;
-      for (int64_t r = lo; r < hi; ++r) {
-        if (is_start(r)) {
-          ++q;
-          crd[q] = c(r);
-          // pos[p] counts the positions whose parent is below p: every p in
-          // (previous entry's parent, this entry's parent] starts at q.
-          const int64_t parent = position_[r];
-          const int64_t previous = r == 0 ? -1 : position_[r - 1];
-          for (int64_t p = previous + 1; p <= parent; ++p) level.pos[p] = static_cast<int32_t>(q);
+      ForEachSlice(threads_, [&](int u) {
+        const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
+        int64_t q = starts[u] - 1;
+        for (int64_t r = lo; r < hi; ++r) {
+          if (is_start(r)) {
+            ++q;
+            crd[q] = c(r);
+            // pos[p] counts the positions whose parent is below p: every p in
+            // (previous entry's parent, this entry's parent] starts at q.
+            const int64_t parent = position_[r];
+            const int64_t previous = r == 0 ? -1 : position_[r - 1];
+            for (int64_t p = previous + 1; p <= parent; ++p) level.pos[p] = static_cast<int32_t>(q);
+          }
+          next_[r] = static_cast<int32_t>(q);
         }
-        next_[r] = static_cast<int32_t>(q);
-      }
+      });
     }
     const int64_t total = starts[threads_];
     const int64_t last_parent = n_ > 0 ? position_[n_ - 1] : -1;
@@ -662,10 +690,11 @@ class LevelPacker {
     std::vector<int32_t> edge_slots(2 * threads, 0), edge_smallest(2 * threads, kNone);
 #pragma omp parallel num_threads(threads)
     {
-      const int u = ThreadNumber();
-      const int64_t lo = n_ * u / threads, hi = n_ * (u + 1) / threads;
-      for (int64_t r = lo; r < hi; ++r)
-        rank[r] = r == lo || !continues(r) ? 0 : rank[r - 1] + !shares_slot(r);
+      ForEachSlice(threads, [&](int u) {
+        const int64_t lo = n_ * u / threads, hi = n_ * (u + 1) / threads;
+        for (int64_t r = lo; r < hi; ++r)
+          rank[r] = r == lo || !continues(r) ? 0 : rank[r - 1] + !shares_slot(r);
+      });
 #pragma omp barrier
 #pragma omp single
       for (int v = 1; v < threads; ++v) {
@@ -674,7 +703,9 @@ class LevelPacker {
         const int32_t offset = rank[first - 1] + !shares_slot(first);
         for (int64_t r = first; r < end && (r == first || continues(r)); ++r) rank[r] += offset;
       }
-      if (lo < hi) {
+      ForEachSlice(threads, [&](int u) {
+        const int64_t lo = n_ * u / threads, hi = n_ * (u + 1) / threads;
+        if (lo >= hi) return;
         const int64_t first_parent = position_[lo], last_parent = position_[hi - 1];
         for (int64_t r = lo; r < hi; ++r) {
           const int64_t parent = position_[r];
@@ -685,7 +716,7 @@ class LevelPacker {
           longest = std::max(longest, length);
           least = std::min(least, coordinate);
         }
-      }
+      });
 #pragma omp barrier
 #pragma omp single
       for (int v = 0; v < threads; ++v) {

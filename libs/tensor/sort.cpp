@@ -29,12 +29,12 @@ int Threads() {
 #endif
 }
 
-int ThreadId() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
+// Runs body(slice) for every slice in [0, slices) on the team of an OpenMP region, which may
+// be smaller than asked for (OMP_THREAD_LIMIT, OMP_DYNAMIC, a caller's parallel region).
+template <class Body>
+void ForEachSlice(int slices, Body body) {
+#pragma omp parallel for schedule(static, 1) num_threads(slices)
+  for (int slice = 0; slice < slices; ++slice) body(slice);
 }
 
 // Stable LSD radix sort of `items` by key(item), whose significant bits are the low `bits`.
@@ -51,14 +51,12 @@ void RadixSortBy(std::vector<T>& items, int bits, KeyOf key) {
   std::vector<T> tmp(n);
   std::vector<std::array<int64_t, 256>> hist(threads);
   for (int shift = 0; shift < bits; shift += 8) {
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = ThreadId();
+    ForEachSlice(threads, [&](int t) {
       auto& h = hist[t];
       h.fill(0);
       const int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
       for (int64_t e = begin; e < end; ++e) ++h[(key(items[e]) >> shift) & 255];
-    }
+    });
     // A pass where every key has the same digit changes nothing.
     bool trivial = false;
     for (int d = 0; d < 256 && !trivial; ++d) {
@@ -75,14 +73,12 @@ void RadixSortBy(std::vector<T>& items, int bits, KeyOf key) {
         running += c;
       }
     }
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = ThreadId();
+    ForEachSlice(threads, [&](int t) {
       auto& offset = hist[t];
       const int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
       for (int64_t e = begin; e < end; ++e)
         tmp[offset[(key(items[e]) >> shift) & 255]++] = items[e];
-    }
+    });
     items.swap(tmp);
   }
 }

@@ -170,6 +170,39 @@ TEST(Pack, RoundTripOverRandomFormats) {
 // Packing splits large tensors across threads: the arrays must not depend on how many. The
 // full row's lane run crosses several thread slices, and the lanes of the second format have a
 // level below them.
+// Runs `body` where a parallel region asking for four threads gets one: inside another
+// region, with nested regions inactive (as in a caller's own parallel code, or under
+// OMP_THREAD_LIMIT=1).
+template <class Body>
+void WithTeamsCappedAtOne(Body body) {
+  const int saved_levels = omp_get_max_active_levels(), saved_threads = omp_get_max_threads();
+  omp_set_max_active_levels(1);
+  omp_set_num_threads(4);
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    body();
+  }
+  omp_set_max_active_levels(saved_levels);
+  omp_set_num_threads(saved_threads);
+}
+
+TEST(Coo, CanonicalizeSortsTheSameWhenTheTeamIsSmallerThanAskedFor) {
+  const CooTensor scattered = testing::RandomSparse({3000, 5000}, 300000, 5);
+  CooTensor reversed;
+  reversed.Reset(scattered.dims);
+  for (int64_t e = scattered.nnz() - 1; e >= 0; --e) {
+    int32_t c[2] = {scattered.coords[0][e], scattered.coords[1][e]};
+    reversed.Append(c, scattered.values[e]);
+  }
+  CooTensor capped = reversed;
+  WithTeamsCappedAtOne([&] { capped.Canonicalize(); });
+  reversed.Canonicalize();
+  EXPECT_TRUE(capped.IsCanonical());
+  EXPECT_EQ(capped.coords, reversed.coords);
+  EXPECT_EQ(capped.values, reversed.values);
+}
+
 TEST(Pack, LargeTensorsPackTheSameWithOneThreadOrFour) {
   CooTensor t;
   t.Reset({4096, 100000});
@@ -206,7 +239,15 @@ TEST(Pack, LargeTensorsPackTheSameWithOneThreadOrFour) {
     omp_set_num_threads(4);
     PackOutcome four = Pack(t, f, DType::kF32, options);
     omp_set_num_threads(saved_threads);
-    ASSERT_TRUE(one.packed && four.packed);
+    PackOutcome capped;
+    WithTeamsCappedAtOne([&] { capped = Pack(t, f, DType::kF32, options); });
+    ASSERT_TRUE(one.packed && four.packed && capped.packed);
+    EXPECT_EQ(capped.packed->values_f32, one.packed->values_f32);
+    for (size_t l = 0; l < one.packed->levels.size(); ++l) {
+      EXPECT_EQ(capped.packed->levels[l].pos, one.packed->levels[l].pos) << "level " << l;
+      EXPECT_EQ(capped.packed->levels[l].crd_bytes, one.packed->levels[l].crd_bytes)
+          << "level " << l;
+    }
     ASSERT_EQ(one.packed->levels.size(), four.packed->levels.size());
     for (size_t l = 0; l < one.packed->levels.size(); ++l) {
       const PackedLevel &a = one.packed->levels[l], &b = four.packed->levels[l];
