@@ -58,7 +58,7 @@ void RunTrain(const TrainCommandOptions& o) {
   options.learning_rate = o.learning_rate;
   if (o.batch < 2) throw InputError("--batch must be at least 2 (a ranking needs pairs)");
   options.batch = o.batch;
-  options.side_inputs = o.side_inputs == "shape" ? SideInputs::kShape : SideInputs::kSummary;
+  SideInputsFromName(o.side_inputs, &options.side_inputs);  // CLI11 checked the name
   data.side_inputs = options.side_inputs;
   options.comparison_only = o.comparison_only;
   options.log = [](const std::string& line) {
@@ -122,9 +122,10 @@ void RegisterTrain(CLI::App& app, Context& context) {
   sub->add_option("--batch", o->batch, "Schedules of one matrix ranked per step")
       ->capture_default_str();
   sub->add_option("--side-inputs", o->side_inputs,
-                  "What WACONet sees beside the pattern: shape (WACO's rows, columns, nonzeros) "
-                  "or summary (the summary model's statistics)")
-      ->check(CLI::IsMember({"shape", "summary"}))
+                  "What WACONet sees beside the pattern: shape (WACO's rows, columns, nonzeros), "
+                  "summary (the summary model's statistics) or summary-tiles (those and D2T2's "
+                  "tile statistics at 32 x 32 tiles)")
+      ->check(CLI::IsMember({"shape", "summary", "summary-tiles"}))
       ->capture_default_str();
   sub->add_flag("--comparison-only", o->comparison_only,
                 "Train only the comparison models (summary features, with and without D2T2's "

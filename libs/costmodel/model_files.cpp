@@ -111,9 +111,9 @@ ModelManifest ReadModelManifest(const std::string& dir, const std::string& kerne
     m.grid.max_extent = j.at("grid").at("max_extent").get<int64_t>();
     // Models written before the choice existed took WACO's shape numbers.
     const std::string side = j.value("side_inputs", std::string("shape"));
-    if (side != "shape" && side != "summary")
-      throw InputError(path, 0, "unknown side inputs '" + side + "' (expected shape or summary)");
-    m.side_inputs = side == "shape" ? SideInputs::kShape : SideInputs::kSummary;
+    if (!SideInputsFromName(side, &m.side_inputs))
+      throw InputError(
+          path, 0, "unknown side inputs '" + side + "' (expected shape, summary or summary-tiles)");
     m.side_mean = j.at("side_mean").get<std::vector<float>>();
     m.side_std = j.at("side_std").get<std::vector<float>>();
   } catch (const nlohmann::json::exception& e) {

@@ -82,15 +82,49 @@ std::vector<float> SideFeatures(const CooTensor& t) {
 }
 
 const char* SideInputsName(SideInputs kind) {
-  return kind == SideInputs::kShape ? "shape" : "summary";
+  switch (kind) {
+    case SideInputs::kShape:
+      return "shape";
+    case SideInputs::kSummary:
+      return "summary";
+    case SideInputs::kSummaryTiles:
+      return "summary-tiles";
+  }
+  return "summary";
+}
+
+bool SideInputsFromName(const std::string& name, SideInputs* kind) {
+  for (SideInputs k : {SideInputs::kShape, SideInputs::kSummary, SideInputs::kSummaryTiles}) {
+    if (name == SideInputsName(k)) {
+      *kind = k;
+      return true;
+    }
+  }
+  return false;
 }
 
 int SideInputCount(SideInputs kind) {
-  return kind == SideInputs::kShape ? 3 : kSummaryFeatures;
+  switch (kind) {
+    case SideInputs::kShape:
+      return 3;
+    case SideInputs::kSummary:
+      return kSummaryFeatures;
+    case SideInputs::kSummaryTiles:
+      return kSummaryFeatures + kTileFeatures;
+  }
+  return kSummaryFeatures;
 }
 
 std::vector<float> SideInputValues(const CooTensor& tensor, SideInputs kind) {
-  return kind == SideInputs::kShape ? SideFeatures(tensor) : SummaryFeatures(tensor);
+  switch (kind) {
+    case SideInputs::kShape:
+      return SideFeatures(tensor);
+    case SideInputs::kSummary:
+      return SummaryFeatures(tensor);
+    case SideInputs::kSummaryTiles:
+      return SummaryAndTileFeatures(tensor);
+  }
+  return SummaryFeatures(tensor);
 }
 
 namespace {

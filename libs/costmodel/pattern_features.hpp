@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tensor/coo.hpp"
@@ -46,10 +47,13 @@ std::vector<float> SummaryAndTileFeatures(const CooTensor& tensor);
 constexpr int kTileFeatures = 8;
 
 // What WACONet's side network sees beside the pattern: WACO's three shape numbers
-// (SideFeatures), or the summary statistics (SummaryFeatures, which begin with the same three),
-// so that the pattern network adds to what the summary model knows instead of competing with it.
-enum class SideInputs { kShape, kSummary };
-const char* SideInputsName(SideInputs kind);  // "shape", "summary"
+// (SideFeatures), the summary statistics (SummaryFeatures, which begin with the same three), or
+// those and D2T2's tile statistics (SummaryAndTileFeatures), so that the pattern network adds
+// to what the summary models know instead of competing with them.
+enum class SideInputs { kShape, kSummary, kSummaryTiles };
+const char* SideInputsName(SideInputs kind);  // "shape", "summary", "summary-tiles"
+// The kind a name gives; false for an unknown name.
+bool SideInputsFromName(const std::string& name, SideInputs* kind);
 int SideInputCount(SideInputs kind);
 std::vector<float> SideInputValues(const CooTensor& tensor, SideInputs kind);
 

@@ -81,7 +81,9 @@ TEST(CostModel, RandomRankingBaselineIsTheExactExpectationOverEveryTop10) {
               1e-12);
 }
 
-// Collects a few real matrices, trains one epoch, then loads the model and scores with it.
+// Collects a few real matrices, trains one epoch (WACONet seeing the summary and tile
+// statistics beside the pattern; the shipped models' summary inputs are exercised by tune's
+// tests), then loads the model and scores with it.
 class TrainedModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -103,7 +105,7 @@ class TrainedModel : public ::testing::Test {
     model_ = dir_->path() + "/model";
     const auto t = testing::RunCli(
         {"train", "--kernel", "spmv", "--db", db, "--out", model_, "--epochs", "1", "--validation",
-         validation, "--json"},
+         validation, "--side-inputs", "summary-tiles", "--json"},
         {"SPARSETUNE_SHARED_DATASETS=" + std::string(SPARSETUNE_SHARED_DIR) + "/datasets"});
     ASSERT_EQ(t.exit_code, 0) << t.err;
     metrics_ = new nlohmann::json(nlohmann::json::parse(t.out));
@@ -128,6 +130,10 @@ TEST_F(TrainedModel, WritesTheModelAndBothModelsMetrics) {
        {kModelManifest, kModelWacoNet, kModelEmbedder, kModelHead, kModelSchedules, kModelMetrics})
     EXPECT_TRUE(fs::exists(fs::path(model_) / file)) << file;
   EXPECT_EQ((*metrics_)["kernel"], "spmv");
+  nlohmann::json manifest;
+  std::ifstream(fs::path(model_) / kModelManifest) >> manifest;
+  EXPECT_EQ(manifest["side_inputs"], "summary-tiles");
+  EXPECT_EQ(manifest["side_mean"].size(), 18u);  // 10 summary and 8 tile statistics
   for (const char* model : {"validation", "summary_features"}) {
     for (const char* field :
          {"pairwise_accuracy", "kendall_tau", "top1_regret", "top10_regret", "top10_within_10pct"})
