@@ -14,6 +14,10 @@
 #   --seed S       initialization and batch order (default: as recorded, else 1)
 # WACONet's side inputs are also those model.json records, so a rerun reproduces the shipped
 # model's settings.
+#   --side-inputs "A B"  train WACONet once per kind of side inputs (shape, summary,
+#                  summary-tiles) and keep the model that ranks the selection patterns best
+#                  (Kendall's tau at its chosen epoch); model.json's "trained.chosen" records
+#                  every kind's figure
 #   --out DIR      where the model folders go (default models/ in the checkout)
 #   --cache DIR    generated corpus files and working databases (default $SPARSETUNE_CORPUS_CACHE,
 #                  else $XDG_CACHE_HOME/sparsetune/corpus)
@@ -26,6 +30,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 epochs=
 seed=
+side_choices=
 out=$root/models
 cache=${SPARSETUNE_CORPUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sparsetune/corpus}
 shared=${SPARSETUNE_SHARED_DATASETS:-$root/../shared/datasets}
@@ -34,10 +39,11 @@ while [ $# -gt 0 ]; do
   case $1 in
     --epochs) epochs=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --side-inputs) side_choices=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --shared) shared=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "train_models.sh: unknown option $1" >&2; exit 2 ;;
     *) kernels+=("$1"); shift ;;
   esac
@@ -79,11 +85,37 @@ print(v)' "$root/models/$kernel/model.json" "$1" "$2"
   }
   kernel_epochs=${epochs:-$(recorded epochs 20)}
   kernel_seed=${seed:-$(recorded seed 1)}
-  side_inputs=$(recorded side summary)
-  echo "== $kernel: training ($kernel_epochs epochs, seed $kernel_seed, side inputs" \
-    "$side_inputs) into $out/$kernel" >&2
-  start=$SECONDS
-  "${bin[@]}" train --kernel "$kernel" --db "$db" --out "$out/$kernel" --epochs "$kernel_epochs" \
-    --seed "$kernel_seed" --side-inputs "$side_inputs" > /dev/null
-  echo "== $kernel: trained in $((SECONDS - start)) s; metrics in $out/$kernel/metrics.json" >&2
+  read -ra sides <<< "${side_choices:-$(recorded side summary)}"
+  for side in "${sides[@]}"; do
+    target=$out/$kernel
+    [ ${#sides[@]} -gt 1 ] && target=$cache/candidates/$kernel-$side
+    rm -rf "$target"
+    echo "== $kernel: training ($kernel_epochs epochs, seed $kernel_seed, side inputs" \
+      "$side) into $target" >&2
+    start=$SECONDS
+    "${bin[@]}" train --kernel "$kernel" --db "$db" --out "$target" --epochs "$kernel_epochs" \
+      --seed "$kernel_seed" --side-inputs "$side" > /dev/null
+    echo "== $kernel: trained in $((SECONDS - start)) s; metrics in $target/metrics.json" >&2
+  done
+  if [ ${#sides[@]} -gt 1 ]; then
+    best=$(python3 - "$cache/candidates" "$kernel" "${sides[@]}" <<'PY'
+import json, os, sys
+folder, kernel, sides = sys.argv[1], sys.argv[2], sys.argv[3:]
+taus = {}
+for side in sides:
+    m = json.load(open(os.path.join(folder, f"{kernel}-{side}", "metrics.json")))
+    best = m["validation"]["best_epoch"]
+    taus[side] = m["epochs"]["waconet"][best - 1]["selection_kendall_tau"]
+chosen = max(sides, key=lambda s: taus[s])
+path = os.path.join(folder, f"{kernel}-{chosen}", "model.json")
+manifest = json.load(open(path))
+manifest["trained"]["chosen"] = {"by": "selection_kendall_tau", "side_inputs": taus}
+json.dump(manifest, open(path, "w"), indent=2, sort_keys=True)
+print(chosen)
+PY
+)
+    rm -rf "${out:?}/$kernel"
+    cp -r "$cache/candidates/$kernel-$best" "$out/$kernel"
+    echo "== $kernel: kept the $best side inputs (the best selection tau; model.json says so)" >&2
+  fi
 done
