@@ -11,6 +11,8 @@
 #include <parallel/algorithm>
 #endif
 
+#include "tensor/level_packer.hpp"  // packer::ForEachSlice
+
 namespace sparsetune {
 
 namespace {
@@ -29,14 +31,6 @@ int Threads() {
 #endif
 }
 
-// Runs body(slice) for every slice in [0, slices) on the team of an OpenMP region, which may
-// be smaller than asked for (OMP_THREAD_LIMIT, OMP_DYNAMIC, a caller's parallel region).
-template <class Body>
-void ForEachSlice(int slices, Body body) {
-#pragma omp parallel for schedule(static, 1) num_threads(slices)
-  for (int slice = 0; slice < slices; ++slice) body(slice);
-}
-
 // Stable LSD radix sort of `items` by key(item), whose significant bits are the low `bits`.
 template <typename T, typename KeyOf>
 void RadixSortBy(std::vector<T>& items, int bits, KeyOf key) {
@@ -51,7 +45,8 @@ void RadixSortBy(std::vector<T>& items, int bits, KeyOf key) {
   std::vector<T> tmp(n);
   std::vector<std::array<int64_t, 256>> hist(threads);
   for (int shift = 0; shift < bits; shift += 8) {
-    ForEachSlice(threads, [&](int t) {
+#pragma omp parallel num_threads(threads)
+    packer::ForEachSlice(threads, [&](int t) {
       auto& h = hist[t];
       h.fill(0);
       const int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
@@ -73,7 +68,8 @@ void RadixSortBy(std::vector<T>& items, int bits, KeyOf key) {
         running += c;
       }
     }
-    ForEachSlice(threads, [&](int t) {
+#pragma omp parallel num_threads(threads)
+    packer::ForEachSlice(threads, [&](int t) {
       auto& offset = hist[t];
       const int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
       for (int64_t e = begin; e < end; ++e)
