@@ -87,7 +87,11 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
     // The group's kernels alternate in shuffled rounds (TimeInterleaved).
     std::vector<std::function<void()>> runs;
     for (const PreparedKernel& p : prepared) runs.push_back([&p] { p.Call(); });
-    const std::vector<TimingResult> times = TimeInterleaved(runs, options.run.timing, rng());
+    std::vector<bool> in_full(owner.size());
+    for (size_t k = 0; k < owner.size(); ++k)
+      in_full[k] = std::count(options.timed_in_full.begin(), options.timed_in_full.end(), owner[k]);
+    const std::vector<TimingResult> times =
+        TimeInterleaved(runs, options.run.timing, rng(), in_full);
     for (size_t k = 0; k < prepared.size(); ++k) {
       RunResult& r = results[owner[k]];
       r.time = times[k];

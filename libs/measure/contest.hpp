@@ -19,6 +19,8 @@ struct ContestOptions {
   // smaller groups instead of exhausting memory.
   int64_t memory_budget_bytes = 0;
   uint64_t seed = 1;  // which contenders share a group, and the order of their rounds
+  // Schedules timed in full whatever run.timing.drop_slower_than says (TimeInterleaved).
+  std::vector<size_t> timed_in_full;
 };
 
 // Measures schedules of one operand side by side, fairly: every schedule is lowered, packed

@@ -243,6 +243,7 @@ TimingResult TimeRepeatedOnce(const std::function<void()>& run, const TimingOpti
 
 std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<void()>>& runs,
                                               const TimingOptions& options, uint64_t seed,
+                                              const std::vector<bool>& timed_in_full,
                                               std::vector<std::vector<double>>& kept,
                                               ProbeLog& log) {
   const size_t n = runs.size();
@@ -273,7 +274,10 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
       if (!results[c].timed_out) best = std::min(best, fastest[c]);
     }
     for (size_t c = 0; c < n; ++c) {
-      if (!active[c] || fastest[c] <= options.drop_slower_than * best) continue;
+      if (!active[c] || fastest[c] <= options.drop_slower_than * best ||
+          fastest[c] <= kLongCallFactor * options.settle_ms ||
+          (c < timed_in_full.size() && timed_in_full[c]))
+        continue;
       active[c] = false;
       if (samples[c].empty()) samples[c].push_back(fastest[c]);
     }
@@ -362,10 +366,11 @@ TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions&
 }
 
 std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
-                                          const TimingOptions& options, uint64_t seed) {
+                                          const TimingOptions& options, uint64_t seed,
+                                          const std::vector<bool>& timed_in_full) {
   return WithRetries(
       [&](std::vector<std::vector<double>>& samples, ProbeLog& log) {
-        return TimeInterleavedOnce(runs, options, seed, samples, log);
+        return TimeInterleavedOnce(runs, options, seed, timed_in_full, samples, log);
       },
       options);
 }

@@ -18,7 +18,9 @@ struct TimingOptions {
   double max_ms_per_run = 0;  // > 0: stop after the first run that exceeds it
   // > 0, interleaved timing only: after the first warm-up run of everyone and after each
   // round, a contender whose fastest run is over this many times the fastest run of all
-  // leaves, its median from the runs it made (its first run when it leaves in warm-up).
+  // leaves, its median from the runs it made (its first run when it leaves in warm-up). Only
+  // contenders too long to be settled (below) leave: their first run is about as fast as
+  // their steady ones, while a short kernel's cold first run can be twice its steady time.
   double drop_slower_than = 0;
   // Interleaved timing only: each contender's turn in a round starts with untimed calls lasting
   // at least settle_ms (at most kMaxTurnCalls), then times calls for about as long (at least
@@ -74,9 +76,12 @@ TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions&
 // each is timed in the steady state of a loop that calls it. Rounds continue until there were
 // min_reps of them and they took min_total_ms per contender (or max_reps rounds). A contender whose
 // run exceeds max_ms_per_run, in warm-up or in a round, is marked timed_out and leaves the rounds.
-// `seed` fixes the order.
+// `seed` fixes the order. Contenders marked in `timed_in_full` never leave under
+// drop_slower_than: a baseline whose time is reported, or compared with its twin, needs a
+// steady median, not one cold run.
 std::vector<TimingResult> TimeInterleaved(const std::vector<std::function<void()>>& runs,
-                                          const TimingOptions& options, uint64_t seed = 1);
+                                          const TimingOptions& options, uint64_t seed = 1,
+                                          const std::vector<bool>& timed_in_full = {});
 
 // Binds each OpenMP worker thread to its own core, once per process (later calls do nothing).
 // The pool's threads persist across parallel regions, including those of kernels loaded with

@@ -250,6 +250,43 @@ TEST(TimeInterleaved, DropsContendersFarBehindTheFastest) {
   EXPECT_EQ(calls[1], 1 + 2);
 }
 
+// A baseline marked to be timed in full stays in every round however far behind it is: its
+// median is reported and compared with its twin's.
+TEST(TimeInterleaved, ContendersMarkedToBeTimedInFullAreNeverDropped) {
+  std::vector<int> calls(3, 0);
+  std::vector<std::function<void()>> runs;
+  for (int c = 0; c < 3; ++c) {
+    runs.push_back([&calls, c] {
+      ++calls[c];
+      std::this_thread::sleep_for(std::chrono::milliseconds(c == 1 ? 100 : 3));
+    });
+  }
+  TimingOptions o = Counts(1, 6, 6);
+  o.drop_slower_than = 3;
+  const std::vector<TimingResult> r = TimeInterleaved(runs, o, 3, {false, true, false});
+  EXPECT_EQ(calls[1], calls[0]);
+  EXPECT_EQ(r[1].reps, 6);
+  EXPECT_GE(r[1].median_ms, 100);
+}
+
+// A short kernel whose first (cold) call is far behind the fastest, but whose steady calls are
+// not, is timed in full: only calls too long to settle are judged by their first run.
+TEST(TimeInterleaved, ShortContendersAreNotDroppedForASlowFirstCall) {
+  bool first = true;
+  std::vector<std::function<void()>> runs = {
+      [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); },
+      [&first] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(first ? 6 : 1));
+        first = false;
+      }};
+  TimingOptions o = Counts(1, 6, 6);
+  o.drop_slower_than = 3;
+  o.settle_ms = 2;  // calls over 4 * 2 ms are too long to settle
+  const std::vector<TimingResult> r = TimeInterleaved(runs, o, 3);
+  EXPECT_GE(r[1].reps, 6);
+  EXPECT_LT(r[1].median_ms, 3);
+}
+
 // Pinning the timing threads narrows the main thread to one CPU; the machine row and every
 // thread count after it must still see all the CPUs the process may use, and each thread must
 // land on one of those.
