@@ -136,6 +136,8 @@ void PrintReport(const TuneReport& r, bool explain) {
   } else {
     std::printf("  pack        %s%s\n", FormatMs(r.pack_ms).c_str(), ordering.c_str());
   }
+  if (!r.from_db && r.model_calibrated)
+    std::printf("  model       calibrated to this machine: %s\n", r.model_dir.c_str());
   if (!r.from_db) {
     std::printf("  candidates  %s\n", CandidateCounts(r).c_str());
     std::printf("  noise       %.1f%% between two timings of identical FixedCSR code\n",

@@ -21,5 +21,6 @@ void RegisterQuery(CLI::App& app, Context& context);
 void RegisterBatch(CLI::App& app, Context& context);
 void RegisterBench(CLI::App& app, Context& context);
 void RegisterTrain(CLI::App& app, Context& context);
+void RegisterCalibrate(CLI::App& app, Context& context);
 
 }  // namespace sparsetune::cli

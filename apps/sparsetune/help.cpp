@@ -55,6 +55,9 @@ const std::map<std::string, std::string>& Examples() {
        "sparsetune bench datasets/examples/cavity24.mtx --kernel spmv\n"
        "  sparsetune bench m.mtx --kernel spmm --threads 1 --csv > spmm.csv"},
       {"train", "sparsetune train --kernel spmv --db corpus.db --out models/spmv --epochs 20"},
+      {"calibrate",
+       "sparsetune calibrate --kernel spmv --minutes 5\n"
+       "  sparsetune calibrate --kernel spmm --patterns 24 --samples 16 --json"},
       {"db", "sparsetune db stats"},
       {"db stats", "sparsetune db stats --db spmv.db --json"},
       {"db export",

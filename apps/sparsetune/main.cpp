@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   sparsetune::cli::RegisterBatch(app, context);
   sparsetune::cli::RegisterBench(app, context);
   sparsetune::cli::RegisterTrain(app, context);
+  sparsetune::cli::RegisterCalibrate(app, context);
   sparsetune::cli::RegisterDb(app, context);
   sparsetune::cli::AddHelpExamples(app);
   // After the subcommands: each takes its parent's footer when it is created.

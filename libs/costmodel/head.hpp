@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sparsetune {
@@ -18,6 +19,10 @@ class MlpHead {
                     const std::vector<std::pair<int, int>>& shapes);
 
   int embedding_size() const { return embedding_; }
+  // The layers as Write takes them: (out x in row-major weights, bias) and (out, in).
+  std::vector<std::pair<std::vector<float>, std::vector<float>>> Layers() const {
+    return {{w1_, b1_}, {w2_, b2_}, {w3_, b3_}};
+  }
   // First layer's matrix half, once per matrix: W1[:, :e] m + b1.
   std::vector<float> PrepareMatrix(const float* matrix_embedding) const;
   // The first layer's schedule half, once per schedule: W1[:, e:] s (hidden-size floats).

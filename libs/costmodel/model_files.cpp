@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/errors.hpp"
+#include "base/paths.hpp"
 
 namespace sparsetune {
 
@@ -242,15 +243,22 @@ std::string DefaultModelsDirectory() {
   return search.empty() ? std::string("models") : search.back();
 }
 
+std::string CalibratedModelDirectory(const std::string& machine_key, const std::string& kernel) {
+  return (fs::path(XdgDataHome()) / "sparsetune" / "models" / machine_key / kernel).string();
+}
+
 std::string ResolveModelDirectory(const std::string& given, const std::string& kernel,
-                                  const std::string& kernel_key, bool use_model) {
+                                  const std::string& kernel_key, bool use_model,
+                                  const std::string& machine_key) {
   // A named folder must hold a model of this kernel: the manifest check refuses a kernel that
-  // has no template. The shipped one is optional (without it, tune samples instead), and only
-  // kernels with a template have one.
+  // has no template. The calibrated and shipped ones are optional (without them, tune samples
+  // instead), and only kernels with a template have one.
   std::string dir = given;
   if (dir.empty()) {
     if (!use_model || kernel.empty()) return "";
-    dir = (fs::path(DefaultModelsDirectory()) / kernel).string();
+    dir = machine_key.empty() ? "" : CalibratedModelDirectory(machine_key, kernel);
+    if (dir.empty() || !fs::exists(fs::path(dir) / kModelManifest))
+      dir = (fs::path(DefaultModelsDirectory()) / kernel).string();
     if (!fs::exists(fs::path(dir) / kModelManifest)) return "";
   }
   ReadModelManifest(dir, kernel.empty() ? kernel_key : kernel);

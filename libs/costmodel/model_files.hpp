@@ -56,11 +56,17 @@ std::string DefaultModelsDirectory();
 // The places DefaultModelsDirectory looks, in order, for messages.
 std::vector<std::string> ModelsSearchPath();
 
+// Where `sparsetune calibrate` keeps the model of `kernel` calibrated to the machine with this
+// MachineKey: $XDG_DATA_HOME/sparsetune/models/<machine key>/<kernel>.
+std::string CalibratedModelDirectory(const std::string& machine_key, const std::string& kernel);
+
 // The cost model a tune of `kernel` uses, or "" for none: the folder `given` when named (it must
 // load, and only kernels with a SuperSchedule template have models; `kernel_key` names the
-// kernel in that message), else the shipped models/<kernel> when it is there and `use_model`.
-// Its files are checked here, before a tune stores anything.
+// kernel in that message), else, when `use_model`, the model calibrated to this machine
+// (`machine_key`) when there is one, else the shipped models/<kernel> when it is there. Its
+// files are checked here, before a tune stores anything.
 std::string ResolveModelDirectory(const std::string& given, const std::string& kernel,
-                                  const std::string& kernel_key, bool use_model);
+                                  const std::string& kernel_key, bool use_model,
+                                  const std::string& machine_key = "");
 
 }  // namespace sparsetune

@@ -34,6 +34,7 @@ struct TrainingSet {
   std::vector<TrainingMatrix> selection;
   int64_t dropped_rows = 0;        // measurements outside the template or over the time limit
   int64_t other_setting_rows = 0;  // measured on another machine or with other dense sizes
+  int64_t missing_patterns = 0;    // left out: their file is not there
 };
 
 struct TrainOptions {
@@ -52,6 +53,10 @@ struct TrainOptions {
   // Only the comparison models (summary features, with and without D2T2's tile statistics):
   // their metrics.json, no model.
   bool comparison_only = false;
+  // Fine-tuning (calibration to this machine): start from the model in this folder, keep its
+  // grid, side inputs, standardization and schedule set, and write a model only as good as it
+  // on the selection patterns or better (else a copy of it). No comparison models are fitted.
+  std::string init_dir;
   std::function<void(const std::string&)> log;
 };
 

@@ -41,9 +41,7 @@ std::vector<InputFile> ManifestFiles(const std::string& manifest, const std::str
                                      bool require_files) {
   std::ifstream in(manifest);
   if (!in) throw InputError(manifest, 0, "cannot open the manifest");
-  const fs::path checkout = fs::absolute(manifest).parent_path().parent_path().parent_path();
-  const fs::path shared =
-      EnvOr("SPARSETUNE_SHARED_DATASETS", (checkout.parent_path() / "shared/datasets").string());
+  const fs::path shared = SharedDatasetsDirectory(manifest);
   const fs::path cache = EnvOr("SPARSETUNE_CORPUS_CACHE", XdgCacheHome() + "/sparsetune/corpus");
   std::vector<InputFile> out;
   std::string line;
@@ -148,6 +146,11 @@ std::string MatrixNameOf(const std::string& path) {
     if (EndsWith(name, ext)) name.resize(name.size() - std::string(ext).size());
   }
   return name;
+}
+
+std::string SharedDatasetsDirectory(const std::string& manifest) {
+  const fs::path checkout = fs::absolute(manifest).parent_path().parent_path().parent_path();
+  return EnvOr("SPARSETUNE_SHARED_DATASETS", (checkout.parent_path() / "shared/datasets").string());
 }
 
 std::vector<InputFile> CorpusManifestEntries(const std::string& manifest,

@@ -32,6 +32,10 @@ std::vector<InputFile> ExpandInputPaths(const std::vector<std::string>& paths,
 std::vector<InputFile> CorpusManifestEntries(const std::string& manifest,
                                              const std::string& kernel);
 
+// The shared datasets folder a manifest's shared:PATH sources refer to:
+// $SPARSETUNE_SHARED_DATASETS, else ../shared/datasets beside the checkout holding the manifest.
+std::string SharedDatasetsDirectory(const std::string& manifest);
+
 // The file name without its matrix or tensor extensions: "bcsstk01" for bcsstk01.mtx.gz.
 std::string MatrixNameOf(const std::string& path);
 

@@ -121,9 +121,12 @@ TrainingSet LoadTrainingSet(const TrainingDataOptions& o, const WacoTemplate& wa
   auto db = Database::Open(o.db_path, OpenMode::kReadOnly);
   MeasurementFilter filter;
   filter.kernel = o.kernel;
+  if (o.machine_id > 0) filter.machine_id = o.machine_id;
   std::vector<MeasurementRow> rows = db->Measurements(filter);
   if (rows.empty())
-    throw InputError(o.db_path, 0, "no measurements of " + o.kernel + " to train on");
+    throw InputError(o.db_path, 0,
+                     "no measurements of " + o.kernel +
+                         (o.machine_id > 0 ? " on this machine" : "") + " to train on");
 
   // Times only rank schedules measured alike: one machine and one setting of the dense sizes,
   // the most common ones.
@@ -137,7 +140,9 @@ TrainingSet LoadTrainingSet(const TrainingDataOptions& o, const WacoTemplate& wa
   // corpus entries held out by name.
   std::vector<std::string> held_out;
   std::set<std::string> held_out_names;
-  for (const std::string& entry : ReadValidationList(o.validation_list)) {
+  for (const std::string& entry : o.validation_list.empty()
+                                      ? std::vector<std::string>{}
+                                      : ReadValidationList(o.validation_list)) {
     if (entry.rfind("corpus:", 0) == 0) {
       held_out_names.insert(entry.substr(7));
     } else {
@@ -147,6 +152,7 @@ TrainingSet LoadTrainingSet(const TrainingDataOptions& o, const WacoTemplate& wa
   std::set<std::string> validation_prints;
   for (const auto& relative : held_out) {
     const std::string path = (fs::path(o.shared_dir) / relative).string();
+    if (!fs::exists(path) && !o.require_validation) continue;
     if (!fs::exists(path))
       throw InputError(o.validation_list, 0, "the held-out file " + path + " does not exist");
     validation_prints.insert(PatternFingerprint(ReadTensorFile(path)));
@@ -193,6 +199,10 @@ TrainingSet LoadTrainingSet(const TrainingDataOptions& o, const WacoTemplate& wa
     if (!record) continue;
     m.name = record->name;
     m.path = files.Resolve(*record);
+    if (!fs::exists(m.path) && o.skip_missing_patterns) {
+      ++set.missing_patterns;
+      continue;
+    }
     if (!fs::exists(m.path))
       throw InputError(m.path, 0,
                        "the pattern of " + m.name +
@@ -208,7 +218,7 @@ TrainingSet LoadTrainingSet(const TrainingDataOptions& o, const WacoTemplate& wa
     set.train.resize(o.max_matrices);
   if (set.train.empty())
     throw InputError(o.db_path, 0, "no training patterns with at least two measurements");
-  if (set.validation.empty())
+  if (set.validation.empty() && !o.validation_list.empty() && o.require_validation)
     throw InputError(o.validation_list, 0,
                      "none of these held-out patterns (nor a resize of one) has measurements of " +
                          o.kernel + " in " + o.db_path + " to validate on");

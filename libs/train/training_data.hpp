@@ -20,8 +20,16 @@ struct TrainingDataOptions {
   std::string corpus_manifest;
   std::string shared_dir;
   // Real matrices held out for validation (datasets/corpus/validation.txt: paths relative to
-  // shared_dir); their patterns and any resize of them validate, never train.
+  // shared_dir); their patterns and any resize of them validate, never train. Empty: no
+  // validation patterns.
   std::string validation_list;
+  // Without measurements of any held-out pattern: an error, or (false) no validation set.
+  bool require_validation = true;
+  // > 0: only this machine's measurements (calibration); 0: the machine with the most.
+  int64_t machine_id = 0;
+  // Leave out patterns whose file is not there (a user's database holds tunes of files since
+  // moved) instead of refusing to train.
+  bool skip_missing_patterns = false;
   // The share of the training patterns (a fixed count, drawn by fingerprint hash) that chooses
   // the epoch to keep instead of training; validation metrics are then those of a model that
   // never saw them.

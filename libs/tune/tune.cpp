@@ -166,6 +166,8 @@ nlohmann::json TuneReport::ToJson() const {
   out["stage_ms"] = stage_ms;
   out["sources"] = sources_used;
   out["model_evaluations"] = model_evaluations;
+  out["model"] = model_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(model_dir);
+  out["model_calibrated"] = model_calibrated;
   out["candidates"] = nlohmann::json::array();
   for (const auto& c : candidates) {
     nlohmann::json j = {{"schedule", nlohmann::json::parse(c.schedule_json)},
@@ -197,8 +199,14 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
 
   // Everything that can be wrong with the input is found before anything is stored.
   if (!request.emit_dir.empty()) PrepareEmitDirectory(request.emit_dir);
-  const std::string model_dir =
-      ResolveModelDirectory(request.model_dir, request.kernel, report.kernel, request.use_model);
+  Jit jit;
+  const MachineInfo machine = DetectMachine(jit.compiler(), Jit::Flags());
+  const std::string model_dir = ResolveModelDirectory(
+      request.model_dir, request.kernel, report.kernel, request.use_model, MachineKey(machine));
+  report.model_dir = model_dir;
+  report.model_calibrated =
+      !model_dir.empty() &&
+      model_dir == CalibratedModelDirectory(MachineKey(machine), request.kernel);
   stage("reading");
   auto t = Clock::now();
   Operand operand;
@@ -214,9 +222,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   report.fingerprint = operand.fingerprint;
   report.stage_ms["read"] = MsSince(t);
   auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
-  Jit jit;
-  const TuningKey key{operand.fingerprint, report.kernel,
-                      db->UpsertMachine(DetectMachine(jit.compiler(), Jit::Flags())), dense_sizes,
+  const TuningKey key{operand.fingerprint, report.kernel, db->UpsertMachine(machine), dense_sizes,
                       request.dtype};
   std::optional<Schedule> winner;
   if (!request.force) winner = ReportStoredWinner(*db, key, report);

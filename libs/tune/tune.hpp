@@ -74,6 +74,8 @@ struct TuneReport {
   std::map<std::string, double> stage_ms;
   std::vector<std::string> sources_used;
   int64_t model_evaluations = 0;  // head evaluations of the search
+  std::string model_dir;          // the cost model's folder ("": none)
+  bool model_calibrated = false;  // it is the one `sparsetune calibrate` made for this machine
   std::vector<std::string> emitted_files;
 
   double speedup_vs_fixed_csr() const { return winner_ms > 0 ? fixed_csr_ms / winner_ms : 0; }

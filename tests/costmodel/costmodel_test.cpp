@@ -13,6 +13,7 @@
 
 #include "base/errors.hpp"
 #include "cli/cli_support.hpp"
+#include "cli/json_schema.hpp"
 #include "costmodel/cost_model.hpp"
 #include "costmodel/metrics.hpp"
 #include "costmodel/model_files.hpp"
@@ -256,6 +257,76 @@ TEST_F(TrainedModel, TuneMeasuresTheModelsTopK) {
                                     dir_->path() + "/nowhere", "--db", dir_->File("bad.db")});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("model.json"), std::string::npos) << bad.err;
+}
+
+// calibrate measures the manifest's first patterns here (generating those it lacks, leaving out
+// a shared file that is not there), fine-tunes the model it starts from into this machine's
+// folder, resumes from the database on a second run, and tune then uses that model.
+TEST_F(TrainedModel, CalibrateFitsTheModelToThisMachineAndTuneUsesIt) {
+  const std::string matrix = testing::SharedPath("datasets/matrices/west0479.mtx");
+  if (matrix.empty()) GTEST_SKIP() << "the shared datasets are not here";
+  testing::TempDir home;
+  const std::string manifest = home.File(
+      "corpus.tsv",
+      "name\tkernels\tnnz\tsource\n"
+      "c1_banded\tspmv\t1000\tgen banded --rows 300 --cols 300 --bandwidth 4 --fill 0.5 --seed 1\n"
+      "c2_mttkrp_only\tmttkrp\t100\tgen tensor3 uniform --dims 10,10,10 --nnz 100 --seed 2\n"
+      "c3_missing\tspmv\t100\tshared:matrices/not_here.mtx\n"
+      "c4_powerlaw\tspmv\t2000\tgen powerlaw --rows 256 --nnz 2000 --a 0.45 --b 0.22 --c 0.22 "
+      "--seed 4\n"
+      "bcsstk01\tspmv\t224\tshared:matrices/bcsstk01.mtx\n"
+      "c6_stencil\tspmv\t2000\tgen stencil2d --nx 20 --ny 20 --seed 6\n"
+      "c7_beyond\tspmv\t2000\tgen stencil2d --nx 30 --ny 30 --seed 7\n");
+  const std::vector<std::string> env = {
+      "XDG_DATA_HOME=" + home.path() + "/data", "SPARSETUNE_CORPUS_CACHE=" + home.path() + "/cache",
+      "SPARSETUNE_SHARED_DATASETS=" + std::string(SPARSETUNE_SHARED_DIR) + "/datasets"};
+  const std::string db = home.File("calibration.db");
+  const std::vector<std::string> calibrate = {
+      "calibrate", "--kernel",  "spmv", "--model",  model_, "--corpus", manifest, "--patterns",
+      "5",         "--samples", "3",    "--epochs", "2",    "--db",     db,       "--json"};
+  const auto first = testing::RunCli(calibrate, env);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const nlohmann::json report = nlohmann::json::parse(first.out);
+  testing::JsonSchemaValidator schemas(std::string(SPARSETUNE_SOURCE_DIR) + "/schemas");
+  for (const std::string& error : schemas.Validate(report, "calibrate.schema.json"))
+    ADD_FAILURE() << error;
+  EXPECT_EQ(report["patterns_measured"], 4);
+  EXPECT_EQ(report["patterns_left_out"], 1);  // the shared file that is not there
+  EXPECT_GE(report["measurements"].get<int>(), 4 * 2);
+  EXPECT_TRUE(report["used_by_tune"].get<bool>());
+  const std::string calibrated = report["model"];
+  EXPECT_EQ(calibrated.rfind(home.path() + "/data/sparsetune/models/", 0), 0u) << calibrated;
+  const nlohmann::json manifest_json =
+      nlohmann::json::parse(std::ifstream(calibrated + "/" + kModelManifest));
+  ASSERT_TRUE(manifest_json.contains("calibrated"));
+  EXPECT_EQ(manifest_json["calibrated"]["training_patterns"].get<int>() +
+                manifest_json["calibrated"]["selection_patterns"].get<int>(),
+            4);
+  EXPECT_TRUE(std::filesystem::exists(home.path() + "/cache/files/c1_banded.mtx"));
+  EXPECT_FALSE(std::filesystem::exists(home.path() + "/cache/files/c7_beyond.mtx"));
+
+  const auto again = testing::RunCli(calibrate, env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const nlohmann::json resumed = nlohmann::json::parse(again.out);
+  EXPECT_EQ(resumed["patterns_already_stored"], 4);
+  EXPECT_EQ(resumed["measurements"], 0);
+
+  const auto tune = testing::RunCli(
+      {"tune", matrix, "--kernel", "spmv", "--top-k", "2", "--db", home.File("tune.db"), "--json"},
+      env);
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  const nlohmann::json tuned = nlohmann::json::parse(tune.out);
+  EXPECT_TRUE(tuned["model_calibrated"].get<bool>());
+  EXPECT_EQ(tuned["model"], calibrated);
+
+  // A model to start from that is not there is bad input, named, and nothing is measured.
+  std::vector<std::string> bad = calibrate;
+  bad[4] = home.path() + "/nowhere";
+  bad[14] = home.path() + "/bad.db";
+  const auto refused = testing::RunCli(bad, env);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("nowhere"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(home.path() + "/bad.db"));
 }
 
 // An executable linked against LibTorch takes about 0.7 s to start: the commands that never

@@ -34,6 +34,10 @@ install(TARGETS sparsetune_orderings EXPORT sparsetuneTargets
 install(TARGETS sparsetune_costmodel_torch sparsetune_baselines_libraries
         LIBRARY DESTINATION lib/sparsetune)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/models/ DESTINATION ${CMAKE_INSTALL_DATADIR}/sparsetune/models)
+# The training corpus manifest and its held-out list, beside the models: calibrate measures a
+# slice of it (generated entries are made on the spot; shared files must be there).
+install(FILES ${CMAKE_SOURCE_DIR}/datasets/corpus/corpus.tsv ${CMAKE_SOURCE_DIR}/datasets/corpus/validation.txt
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/sparsetune/datasets/corpus)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/schemas/ DESTINATION ${CMAKE_INSTALL_DATADIR}/sparsetune/schemas
         FILES_MATCHING PATTERN "*.json")
 install(FILES ${include_build_dir}/sparsetune/version.h

@@ -166,11 +166,12 @@ RankingMetrics Validate(MatrixEncoder& encoder, ScheduleEmbedder& embedder, Head
 
 // Trains encoder, embedder and head together; keeps the epoch with the best Kendall tau on
 // the selection patterns (written through `save`) and reports the validation metrics of that
-// epoch, so that validation never chooses anything.
+// epoch, so that validation never chooses anything. `start`, when its best_epoch is 0, is the
+// starting model's account: an epoch is kept only when it ranks the selection better.
 Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& embedder, Head& head,
            const std::vector<Example>& train, const std::vector<Example>& selection,
            const std::vector<Example>& validation, const TrainOptions& o,
-           const std::function<void()>& save) {
+           const std::function<void()>& save, const Fitted& start = {}) {
   std::vector<torch::Tensor> parameters = encoder.parameters();
   for (auto& p : embedder->parameters()) parameters.push_back(p);
   for (auto& p : head->parameters()) parameters.push_back(p);
@@ -178,8 +179,8 @@ Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& e
   std::mt19937_64 rng(o.seed);
   std::vector<size_t> order(train.size());
   std::iota(order.begin(), order.end(), size_t(0));
-  Fitted fitted;
-  const auto start = Clock::now();
+  Fitted fitted = start;
+  const auto begin = Clock::now();
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     const auto epoch_start = Clock::now();
     std::shuffle(order.begin(), order.end(), rng);
@@ -231,8 +232,25 @@ Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& e
       if (save) save();
     }
   }
-  fitted.seconds = SecondsSince(start);
+  fitted.seconds = SecondsSince(begin);
   return fitted;
+}
+
+// Copies a LibTorch head's layers from a plain-float head file.
+void LoadHead(Head& head, const std::string& model_dir) {
+  const auto layers = MlpHead::Load(model_dir).Layers();
+  torch::NoGradGuard no_grad;
+  torch::nn::Linear* linear[3] = {&head->l1, &head->l2, &head->l3};
+  for (size_t l = 0; l < 3; ++l) {
+    torch::Tensor& w = (*linear[l])->weight;
+    torch::Tensor& b = (*linear[l])->bias;
+    if (int64_t(layers[l].first.size()) != w.numel() ||
+        int64_t(layers[l].second.size()) != b.numel())
+      throw InputError(model_dir + "/" + kModelHead, 0,
+                       "layer " + std::to_string(l) + " does not have this build's shape");
+    w.copy_(torch::from_blob(const_cast<float*>(layers[l].first.data()), w.sizes()));
+    b.copy_(torch::from_blob(const_cast<float*>(layers[l].second.data()), b.sizes()));
+  }
 }
 
 void SaveHead(Head& head, const std::string& path) {
@@ -313,6 +331,80 @@ std::vector<SuperSchedule> SchedulePoints(const TrainingSet& set) {
   return points;
 }
 
+// Calibration: the model in o.init_dir trained further on this machine's measurements. The
+// selection patterns judge both the starting model and every epoch; the output folder holds
+// the starting model unchanged unless an epoch ranks them better.
+nlohmann::json FineTune(const TrainOptions& o, const TrainingSet& set) {
+  namespace fs = std::filesystem;
+  const auto start = Clock::now();
+  const ModelManifest manifest = ReadModelManifest(o.init_dir, o.kernel);
+  const fs::path from = o.init_dir, dir = o.out_dir;
+  fs::create_directories(dir);
+  if (fs::equivalent(from, dir))
+    throw InputError(o.out_dir, 0, "calibration writes a new model: give another folder");
+  for (const char* file : {kModelManifest, kModelWacoNet, kModelEmbedder, kModelHead,
+                           kModelSchedules, kModelMetrics}) {
+    if (fs::exists(from / file))
+      fs::copy_file(from / file, dir / file, fs::copy_options::overwrite_existing);
+  }
+  WacoNetEncoder encoder(WacoNet(SideInputCount(manifest.side_inputs)), manifest.side_mean,
+                         manifest.side_std);
+  ScheduleEmbedder embedder(manifest.layout);
+  Head head;
+  try {
+    torch::load(encoder.net, (from / kModelWacoNet).string());
+    torch::load(embedder, (from / kModelEmbedder).string());
+  } catch (const c10::Error& e) {
+    throw InputError(
+        o.init_dir, 0,
+        std::string("cannot load the model's networks: ") + e.what_without_backtrace());
+  }
+  LoadHead(head, o.init_dir);
+
+  const Examples3 x{Examples(set.train), Examples(set.selection), Examples(set.validation)};
+  // Without held-out patterns of its own, the run reports on the selection patterns.
+  const std::vector<Example>& validation = x.validation.empty() ? x.selection : x.validation;
+  Fitted before;
+  before.best_epoch = 0;
+  before.best = Validate(encoder, embedder, head, validation);
+  before.best_selection_tau = Validate(encoder, embedder, head, x.selection).kendall_tau;
+  const Fitted tuned = Fit(
+      "calibration", encoder, embedder, head, x.train, x.selection, validation, o,
+      [&] {
+        torch::save(encoder.net, (dir / kModelWacoNet).string());
+        torch::save(embedder, (dir / kModelEmbedder).string());
+        SaveHead(head, (dir / kModelHead).string());
+      },
+      before);
+
+  nlohmann::json model = nlohmann::json::parse(std::ifstream(from / kModelManifest));
+  model["calibrated"] = {{"from", fs::absolute(from).string()},
+                         {"training_patterns", set.train.size()},
+                         {"selection_patterns", set.selection.size()},
+                         {"epochs", o.epochs},
+                         {"best_epoch", tuned.best_epoch},
+                         {"learning_rate", o.learning_rate},
+                         {"selection_tau_before", before.best_selection_tau},
+                         {"selection_tau_after", tuned.best_selection_tau}};
+  std::ofstream(dir / kModelManifest) << model.dump(2) << "\n";
+
+  nlohmann::json metrics;
+  metrics["kernel"] = o.kernel;
+  metrics["calibration"] = {{"before", before.best.ToJson()},
+                            {"after", tuned.best.ToJson()},
+                            {"best_epoch", tuned.best_epoch},
+                            {"selection_tau_before", before.best_selection_tau},
+                            {"selection_tau_after", tuned.best_selection_tau},
+                            {"judged_on", x.validation.empty() ? "selection" : "validation"},
+                            {"training_patterns", set.train.size()},
+                            {"selection_patterns", set.selection.size()},
+                            {"validation_patterns", set.validation.size()}};
+  metrics["epochs"] = {{"calibration", tuned.epochs}};
+  metrics["training_seconds"] = {{"calibration", tuned.seconds}, {"total", SecondsSince(start)}};
+  std::ofstream(dir / kModelMetrics) << metrics.dump(2) << "\n";
+  return metrics;
+}
+
 }  // namespace
 
 nlohmann::json TrainInModule(const TrainOptions& o, const TrainingSet& set) {
@@ -321,6 +413,7 @@ nlohmann::json TrainInModule(const TrainOptions& o, const TrainingSet& set) {
   torch::manual_seed(o.seed);
   auto waco = WacoTemplate::ForKernel(o.kernel);
   if (!waco) throw InputError("train: " + o.kernel + " has no SuperSchedule template to model");
+  if (!o.init_dir.empty()) return FineTune(o, set);
   const Examples3 x{Examples(set.train), Examples(set.selection), Examples(set.validation)};
   ModelManifest manifest;
   manifest.kernel = o.kernel;
