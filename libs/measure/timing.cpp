@@ -83,7 +83,7 @@ class RoundProbe {
     double us = 0;
     const double waited = Sample(&us);
     log_.region_us.push_back(us);
-    if (threads_ > 1) {
+    if (team_ > 1) {
       const double trip = ThreadRoundTripNs(threads_);
       if (trip > 0) log_.round_trip_ns.push_back(trip);
     }
@@ -91,7 +91,7 @@ class RoundProbe {
       log_.waited_ms += waited;
       log_.delay_known = true;
     }
-    log_.thread_ms = MsSince(start_) * threads_;
+    log_.thread_ms = MsSince(start_) * team_;
   }
 
  private:
@@ -99,14 +99,23 @@ class RoundProbe {
   // Milliseconds all threads waited since the last sample, or -1 when unknown.
   double Sample(double* region_us) {
     std::vector<int64_t> now(threads_, -1);
+    int team = 1;
     const auto t0 = Clock::now();
 #pragma omp parallel num_threads(threads_)
-    { now[omp_get_thread_num()] = RunDelayNs(); }
+    {
+      now[omp_get_thread_num()] = RunDelayNs();
+      if (omp_get_thread_num() == 0) team = omp_get_num_threads();
+    }
     if (region_us)
       *region_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    // The team may be smaller than asked for (OMP_THREAD_LIMIT, a region inside another): the
+    // threads that exist are the ones that can wait. Counting the missing ones as unknown would
+    // judge by the region's time instead, and that includes reading the counters (50 us on
+    // some virtual machines).
+    team_ = team;
     double waited = 0;
     bool known = true;
-    for (int k = 0; k < threads_; ++k) {
+    for (int k = 0; k < team; ++k) {
       if (now[k] < 0) known = false;
       if (now[k] >= 0 && k < int(last_.size()) && last_[k] >= 0)
         waited += double(std::max<int64_t>(0, now[k] - last_[k])) / 1e6;
@@ -117,6 +126,7 @@ class RoundProbe {
 
   ProbeLog& log_;
   int threads_;
+  int team_ = 1;  // the last sample's team
   Clock::time_point start_;
   std::vector<int64_t> last_;
 };

@@ -13,6 +13,7 @@
 #include "base/elapsed.hpp"
 #include "base/threads.hpp"
 #include "measure/timing.hpp"
+#include "support/omp_teams.hpp"
 #include "support/spinners.hpp"
 
 namespace sparsetune {
@@ -134,6 +135,21 @@ TEST(TimingDisturbance, TheRoundTripProbeMeasuresTwoThreadsAndGivesUpOnABusyMach
   const double ms = MsSince(start);
   // Batches are called off, not finished at a scheduler's time slice per round trip.
   EXPECT_LT(ms, 250) << ns;
+}
+
+// A team smaller than asked for (OMP_THREAD_LIMIT=1, or timing inside another parallel region)
+// still reports how long its threads waited for a CPU: the threads that are not there are not
+// unknowns. Counted as unknown, the verdict fell to the probe region's time, which includes
+// reading the counters, and every timing on such a machine was judged disturbed.
+TEST(TimingDisturbance, ASmallerTeamThanAskedForStillKnowsItsWaits) {
+  if (TimeRepeated([] {}, Short()).waited_share < 0)
+    GTEST_SKIP() << "this kernel does not report run delays";
+  std::vector<TimingResult> r;
+  testing::WithTeamsCappedAtOne([&] {
+    r = TimeInterleaved({ParallelWork, ParallelWork}, Short(), 5);
+  });
+  ASSERT_EQ(r.size(), 2u);
+  for (const TimingResult& t : r) EXPECT_GE(t.waited_share, 0);
 }
 
 }  // namespace

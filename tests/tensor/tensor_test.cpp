@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include "support/omp_teams.hpp"
 #include "support/test_data.hpp"
 #include "tensor/coo.hpp"
 #include "tensor/fingerprint.hpp"
@@ -170,22 +171,6 @@ TEST(Pack, RoundTripOverRandomFormats) {
 // Packing splits large tensors across threads: the arrays must not depend on how many. The
 // full row's lane run crosses several thread slices, and the lanes of the second format have a
 // level below them.
-// Runs `body` where a parallel region asking for four threads gets one: inside another
-// region, with nested regions inactive (as in a caller's own parallel code, or under
-// OMP_THREAD_LIMIT=1).
-template <class Body>
-void WithTeamsCappedAtOne(Body body) {
-  const int saved_levels = omp_get_max_active_levels(), saved_threads = omp_get_max_threads();
-  omp_set_max_active_levels(1);
-  omp_set_num_threads(4);
-#pragma omp parallel num_threads(2)
-  {
-#pragma omp single
-    body();
-  }
-  omp_set_max_active_levels(saved_levels);
-  omp_set_num_threads(saved_threads);
-}
 
 TEST(Coo, CanonicalizeSortsTheSameWhenTheTeamIsSmallerThanAskedFor) {
   const CooTensor scattered = testing::RandomSparse({3000, 5000}, 300000, 5);
@@ -196,7 +181,7 @@ TEST(Coo, CanonicalizeSortsTheSameWhenTheTeamIsSmallerThanAskedFor) {
     reversed.Append(c, scattered.values[e]);
   }
   CooTensor capped = reversed;
-  WithTeamsCappedAtOne([&] { capped.Canonicalize(); });
+  testing::WithTeamsCappedAtOne([&] { capped.Canonicalize(); });
   reversed.Canonicalize();
   EXPECT_TRUE(capped.IsCanonical());
   EXPECT_EQ(capped.coords, reversed.coords);
@@ -240,7 +225,7 @@ TEST(Pack, LargeTensorsPackTheSameWithOneThreadOrFour) {
     PackOutcome four = Pack(t, f, DType::kF32, options);
     omp_set_num_threads(saved_threads);
     PackOutcome capped;
-    WithTeamsCappedAtOne([&] { capped = Pack(t, f, DType::kF32, options); });
+    testing::WithTeamsCappedAtOne([&] { capped = Pack(t, f, DType::kF32, options); });
     ASSERT_TRUE(one.packed && four.packed && capped.packed);
     EXPECT_EQ(capped.packed->values_f32, one.packed->values_f32);
     for (size_t l = 0; l < one.packed->levels.size(); ++l) {
