@@ -224,7 +224,8 @@ void RegisterBatch(CLI::App& app, Context& context) {
       },
       "Sampled SuperSchedules to measure per matrix (as in tune)");
   sub->add_option("--model", o->model,
-                  "The cost model's folder (default: the shipped models/<kernel>, when present)");
+                  "The cost model's folder (default: this machine's model from `sparsetune "
+                  "calibrate`, else the shipped models/<kernel>, when present)");
   sub->add_flag("--no-model", o->no_model, "Do not use a cost model (sampled candidates instead)");
   sub->add_option("--max-ms", o->max_ms,
                   "A candidate whose run takes longer (and longer than 20 x FixedCSR) is dropped")

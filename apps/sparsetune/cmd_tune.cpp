@@ -99,6 +99,7 @@ void PrintLegend() {
       "              this run; speedup = FixedCSR's time / the winner's\n"
       "  pack        converting the matrix into the winner's format (and renumbering it); it pays\n"
       "              for itself after N calls of the per-call saving over FixedCSR\n"
+      "  model       shown when the cost model is this machine's (sparsetune calibrate)\n"
       "  candidates  every candidate was packed, compiled, checked against the reference and\n"
       "              timed; those the packer refused (padding over 20 x nnz), lowering rejected,\n"
       "              that failed verification or ran too long are counted apart\n"
@@ -311,7 +312,8 @@ void RegisterTune(CLI::App& app, Context& context) {
       "Sampled SuperSchedules to measure as well (default: none when a cost model ranks the "
       "candidates, else 16; kernels without a WACO template sample only when this is given)");
   sub->add_option("--model", o->model,
-                  "The cost model's folder (default: the shipped models/<kernel>, when present)");
+                  "The cost model's folder (default: this machine's model from `sparsetune "
+                  "calibrate`, else the shipped models/<kernel>, when present)");
   sub->add_flag("--no-model", o->no_model, "Do not use a cost model (sampled candidates instead)");
   sub->add_option("--search-ef", o->search_ef,
                   "Candidates the search keeps while it walks the schedule graph (hnswlib's ef)")
