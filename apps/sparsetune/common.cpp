@@ -19,7 +19,9 @@
 #include "base/threads.hpp"
 #include "costmodel/model_files.hpp"
 #include "db/database.hpp"
+#include "db/machine.hpp"
 #include "ir/kernels.hpp"
+#include "jit/jit.hpp"
 #include "superschedule/random_schedule.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tune/tune.hpp"
@@ -89,6 +91,10 @@ void WarnWhenShippedModelMissing(const std::string& kernel, bool use_model,
   const std::filesystem::path folder = std::filesystem::path(DefaultModelsDirectory()) / kernel;
   std::error_code error;
   if (std::filesystem::exists(folder / kModelManifest, error)) return;
+  // This machine's calibrated model is used before the shipped one: nothing is missing.
+  const std::string calibrated = CalibratedModelDirectory(
+      MachineKey(DetectMachine(Jit::DefaultCompiler(), Jit::Flags())), kernel);
+  if (std::filesystem::exists(std::filesystem::path(calibrated) / kModelManifest, error)) return;
   std::string looked;
   for (const std::string& place : ModelsSearchPath())
     looked += (looked.empty() ? "" : ", ") + (std::filesystem::path(place) / kernel).string();

@@ -318,6 +318,15 @@ TEST_F(TrainedModel, CalibrateFitsTheModelToThisMachineAndTuneUsesIt) {
   const nlohmann::json tuned = nlohmann::json::parse(tune.out);
   EXPECT_TRUE(tuned["model_calibrated"].get<bool>());
   EXPECT_EQ(tuned["model"], calibrated);
+  // Without the shipped models, the calibrated one is used and nothing is said to be missing.
+  std::vector<std::string> no_shipped = env;
+  no_shipped.push_back("SPARSETUNE_MODELS=" + home.path() + "/no-models");
+  const auto alone = testing::RunCli(
+      {"tune", matrix, "--kernel", "spmv", "--top-k", "2", "--db", home.File("alone.db"), "--json"},
+      no_shipped);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(alone.err.find("no cost model"), std::string::npos) << alone.err;
+  EXPECT_EQ(nlohmann::json::parse(alone.out)["model"], calibrated);
 
   // A model to start from that is not there is bad input, named, and nothing is measured.
   std::vector<std::string> bad = calibrate;
