@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/errors.hpp"
 #include "base/paths.hpp"
@@ -41,13 +42,15 @@ struct CalibrateOptions {
 
 // Runs this executable's `gen` for a corpus entry: written under a temporary name and renamed,
 // so an interrupted generation leaves no partial file behind.
-void Generate(const std::string& command, const std::string& path) {
+void Generate(const std::vector<std::string>& arguments, const std::string& path) {
   std::error_code error;
   const fs::path self = fs::read_symlink("/proc/self/exe", error);
   if (error) throw InternalError("cannot find this executable to run gen");
-  std::istringstream words(command);
-  std::string word, line = ShellWord(self.string());
-  while (words >> word) line += " " + ShellWord(word);
+  std::string line = ShellWord(self.string()), command;
+  for (const std::string& word : arguments) {
+    line += " " + ShellWord(word);
+    command += (command.empty() ? "" : " ") + word;
+  }
   const std::string temporary = path + ".partial" + fs::path(path).extension().string();
   const std::string log = path + ".log";
   line += " -o " + ShellWord(temporary) + " >/dev/null 2>" + ShellWord(log);

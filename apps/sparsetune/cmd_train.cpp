@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "costmodel/model_files.hpp"
+#include "io/inputs.hpp"
 #include "train/train.hpp"
 
 namespace sparsetune::cli {
@@ -47,9 +48,7 @@ void RunTrain(const TrainCommandOptions& o) {
       o.validation.empty() ? (checkout / "datasets/corpus/validation.txt").string() : o.validation;
   data.corpus_manifest = (checkout / "datasets/corpus/corpus.tsv").string();
   // The shared folder as libs/io/inputs.hpp finds it, so held-out and corpus files agree.
-  const char* shared_env = std::getenv("SPARSETUNE_SHARED_DATASETS");
-  data.shared_dir =
-      shared_env ? std::string(shared_env) : (checkout.parent_path() / "shared/datasets").string();
+  data.shared_dir = SharedDatasetsDirectory(data.corpus_manifest);
   options.epochs = o.epochs;
   options.seed = o.seed;
   data.max_matrices = o.max_matrices;

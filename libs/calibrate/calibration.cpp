@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
@@ -23,31 +25,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The manifest's source with shared:PATH replaced by the file in the shared datasets folder.
-std::string WithSharedFiles(std::string source, const std::string& shared) {
-  for (size_t at = source.find("shared:"); at != std::string::npos;
-       at = source.find("shared:", at)) {
-    source.replace(at, 7, shared + "/");
-  }
-  return source;
-}
-
 // The file of a corpus entry, generated when missing; "" when it cannot be had here (a shared
-// file that is not on this machine).
+// file that is not on this machine, read directly or by the generator: a resize of a real
+// matrix).
 std::string Materialize(const InputFile& entry, const std::string& shared,
                         const CalibrationRequest& request) {
   if (fs::exists(entry.path)) return entry.path;
-  if (entry.origin.rfind("gen ", 0) != 0) return "";
-  const std::string command = WithSharedFiles(entry.origin, shared);
-  if (command.find(shared + "/") != std::string::npos) {
-    // A generator that reads a shared file (a resize of a real matrix).
-    const size_t at = command.find(shared + "/");
-    const std::string file = command.substr(at, command.find(' ', at) - at);
-    if (!fs::exists(file)) return "";
+  if (entry.origin.rfind("gen ", 0) != 0 || !request.generate) return "";
+  std::vector<std::string> arguments;
+  std::istringstream words(entry.origin);
+  for (std::string word; words >> word;) {
+    if (word.rfind("shared:", 0) == 0) {
+      word = shared + "/" + word.substr(7);
+      if (!fs::exists(word)) return "";
+    }
+    arguments.push_back(word);
   }
-  if (!request.generate) return "";
   fs::create_directories(fs::path(entry.path).parent_path());
-  request.generate(command, entry.path);
+  request.generate(arguments, entry.path);
   return fs::exists(entry.path) ? entry.path : "";
 }
 

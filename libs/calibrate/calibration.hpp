@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,9 +36,10 @@ struct CalibrationRequest {
   double learning_rate = 5e-5;
   uint64_t seed = 1;
   BusyPolicy on_busy = BusyPolicyFromEnvironment();
-  // Writes a generated corpus entry's file: `command` is the manifest's source ("gen ...",
-  // shared:PATH already replaced by the file), `path` where it goes. Throws on failure.
-  std::function<void(const std::string& command, const std::string& path)> generate;
+  // Writes a generated corpus entry's file: `arguments` are the manifest's source split into
+  // words ("gen", the generator, its options; shared:PATH replaced by the file), `path` where
+  // it goes. Throws on failure.
+  std::function<void(const std::vector<std::string>& arguments, const std::string& path)> generate;
   std::function<void(const std::string&)> log;  // one line per step
 };
 

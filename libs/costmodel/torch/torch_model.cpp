@@ -40,19 +40,8 @@ TorchCostModel::TorchCostModel(const std::string& dir, const std::string& kernel
   KeepOpenMpThreads keep;
   embedder_ = ScheduleEmbedder(manifest_.layout);
   waconet_ = WacoNet(SideInputCount(manifest_.side_inputs));
-  auto load = [&](auto& module, const char* file) {
-    const std::string path = (std::filesystem::path(dir) / file).string();
-    try {
-      torch::load(module, path);
-    } catch (const std::exception& e) {
-      throw InputError(path, 0,
-                       std::string("cannot load the weights (truncated or from another "
-                                   "model?): ") +
-                           std::string(e.what()).substr(0, 200));
-    }
-  };
-  load(waconet_, kModelWacoNet);
-  load(embedder_, kModelEmbedder);
+  LoadModuleWeights(waconet_, dir, kModelWacoNet);
+  LoadModuleWeights(embedder_, dir, kModelEmbedder);
   waconet_->eval();
   embedder_->eval();
   head_ = MlpHead::Load(dir);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.hpp"
 #include "costmodel/cost_model.hpp"
 #include "costmodel/head.hpp"
 #include "costmodel/model_files.hpp"
@@ -19,6 +20,20 @@ struct WacoNetInput {
   WacoNetMaps maps;
 };
 WacoNetInput MakeWacoNetInput(const CooTensor& pattern, const ModelManifest& manifest);
+
+// Loads <dir>/<file> into a LibTorch module (WACONet or the embedder); InputError naming the
+// file when it is truncated or belongs to another model.
+template <class Module>
+void LoadModuleWeights(Module& module, const std::string& dir, const char* file) {
+  const std::string path = dir + "/" + file;
+  try {
+    torch::load(module, path);
+  } catch (const std::exception& e) {
+    throw InputError(path, 0,
+                     std::string("cannot load the weights (truncated or from another model?): ") +
+                         std::string(e.what()).substr(0, 200));
+  }
+}
 
 class TorchCostModel : public CostModel {
  public:

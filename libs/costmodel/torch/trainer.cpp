@@ -266,6 +266,14 @@ void SaveHead(Head& head, const std::string& path) {
   MlpHead::Write(path, layers, shapes);
 }
 
+// The model folder's three networks, as TorchCostModel loads them.
+void SaveNetworks(const std::string& dir, WacoNetEncoder& encoder, ScheduleEmbedder& embedder,
+                  Head& head) {
+  torch::save(encoder.net, dir + "/" + kModelWacoNet);
+  torch::save(embedder, dir + "/" + kModelEmbedder);
+  SaveHead(head, dir + "/" + kModelHead);
+}
+
 std::vector<Example> Examples(const std::vector<TrainingMatrix>& matrices) {
   std::vector<Example> out;
   for (const TrainingMatrix& m : matrices) {
@@ -351,14 +359,8 @@ nlohmann::json FineTune(const TrainOptions& o, const TrainingSet& set) {
                          manifest.side_std);
   ScheduleEmbedder embedder(manifest.layout);
   Head head;
-  try {
-    torch::load(encoder.net, (from / kModelWacoNet).string());
-    torch::load(embedder, (from / kModelEmbedder).string());
-  } catch (const c10::Error& e) {
-    throw InputError(
-        o.init_dir, 0,
-        std::string("cannot load the model's networks: ") + e.what_without_backtrace());
-  }
+  LoadModuleWeights(encoder.net, o.init_dir, kModelWacoNet);
+  LoadModuleWeights(embedder, o.init_dir, kModelEmbedder);
   LoadHead(head, o.init_dir);
 
   const Examples3 x{Examples(set.train), Examples(set.selection), Examples(set.validation)};
@@ -370,12 +372,7 @@ nlohmann::json FineTune(const TrainOptions& o, const TrainingSet& set) {
   before.best_selection_tau = Validate(encoder, embedder, head, x.selection).kendall_tau;
   const Fitted tuned = Fit(
       "calibration", encoder, embedder, head, x.train, x.selection, validation, o,
-      [&] {
-        torch::save(encoder.net, (dir / kModelWacoNet).string());
-        torch::save(embedder, (dir / kModelEmbedder).string());
-        SaveHead(head, (dir / kModelHead).string());
-      },
-      before);
+      [&] { SaveNetworks(dir.string(), encoder, embedder, head); }, before);
 
   nlohmann::json model = nlohmann::json::parse(std::ifstream(from / kModelManifest));
   model["calibrated"] = {{"from", fs::absolute(from).string()},
@@ -442,12 +439,8 @@ nlohmann::json TrainInModule(const TrainOptions& o, const TrainingSet& set) {
                          manifest.side_std);
   ScheduleEmbedder embedder(manifest.layout);
   Head head;
-  const Fitted waconet =
-      Fit("WACONet", encoder, embedder, head, x.train, x.selection, x.validation, o, [&] {
-        torch::save(encoder.net, (dir / kModelWacoNet).string());
-        torch::save(embedder, (dir / kModelEmbedder).string());
-        SaveHead(head, (dir / kModelHead).string());
-      });
+  const Fitted waconet = Fit("WACONet", encoder, embedder, head, x.train, x.selection, x.validation,
+                             o, [&] { SaveNetworks(dir.string(), encoder, embedder, head); });
   if (o.log)
     o.log("train " + o.kernel + ": WACONet's convolution maps of " +
           std::to_string(encoder.cached_bytes() >> 20) + " MiB kept between epochs");
