@@ -57,6 +57,9 @@ namespace {
 // 32 entries, 270 ms with this).
 constexpr int64_t kRadixSortedRow = 64;
 
+// Rows ahead whose start PermuteCanonicalRows prefetches.
+constexpr int64_t kRowsAhead = 8;
+
 // Sorts a long row's (new column << 32 | offset) keys by their column bits, `column_bits` of
 // them: a stable LSD radix sort, 8 bits a pass (the offsets are unique and already ascending).
 void RadixSortRowKeys(std::vector<uint64_t>& keys, std::vector<uint64_t>& scratch,
@@ -153,6 +156,14 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t o = old_rows ? old_rows[r] : r;
       const int64_t from = old_start[o], to = old_start[o + 1], at = new_start[r];
+      // Renumbered rows are read in scattered order, where no hardware prefetcher follows:
+      // fetch the start of a row a few ahead (its columns and values).
+      if (old_rows && r + kRowsAhead < rows) {
+        const int64_t ahead = old_start[old_rows[r + kRowsAhead]];
+        __builtin_prefetch(old_col_of + ahead);
+        __builtin_prefetch(old_value_of + ahead);
+        __builtin_prefetch(old_value_of + ahead + 8);
+      }
       for (int64_t e = from; e < to; ++e) row_of[at + e - from] = static_cast<int32_t>(r);
       if (new_cols) {
         WriteRowByNewColumn(old_col_of, old_value_of, from, to, new_cols, column_bits, col_of,

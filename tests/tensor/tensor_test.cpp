@@ -31,6 +31,25 @@ TEST(Coo, CanonicalizeSortsAndSumsDuplicates) {
   EXPECT_TRUE(t.IsCanonical());
 }
 
+// Large enough to be checked in parallel: an entry out of order or repeated anywhere, in
+// any thread's part, makes the tensor not canonical.
+TEST(Coo, IsCanonicalFindsAnyEntryOutOfOrderOrRepeated) {
+  for (std::vector<int64_t> dims :
+       {std::vector<int64_t>{3000, 3000}, std::vector<int64_t>{60, 60, 60}}) {
+    CooTensor t = testing::RandomSparse(dims, 200000, 11);
+    ASSERT_TRUE(t.IsCanonical());
+    for (int64_t at : {int64_t(1), t.nnz() / 2 + 1, t.nnz() - 1}) {
+      CooTensor swapped = t;
+      for (auto& mode : swapped.coords) std::swap(mode[at - 1], mode[at]);
+      EXPECT_FALSE(swapped.IsCanonical())
+          << t.order() << " modes, entries " << at - 1 << ", " << at;
+      CooTensor repeated = t;
+      for (auto& mode : repeated.coords) mode[at] = mode[at - 1];
+      EXPECT_FALSE(repeated.IsCanonical()) << t.order() << " modes, entry " << at;
+    }
+  }
+}
+
 TEST(Fingerprint, DependsOnPatternOnly) {
   CooTensor a = testing::RandomSparse({50, 40}, 300, 7);
   CooTensor b = a;
