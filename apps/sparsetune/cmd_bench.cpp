@@ -164,7 +164,6 @@ struct Contender {
 };
 
 bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, std::string* why) {
-  const double rtol = dtype == DType::kF32 ? 2e-4 : 1e-10;
   if (got.size() != static_cast<int64_t>(ref.values.size())) {
     *why = "output has " + std::to_string(got.size()) + " values, expected " +
            std::to_string(ref.values.size());
@@ -172,11 +171,11 @@ bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, st
   }
   // As KernelRunner::Verify: relative to the sum of the terms' magnitudes.
   for (int64_t q = 0; q < got.size(); ++q) {
-    const double error = std::fabs(got.Get(q) - ref.values[q]);
-    const double scale = ref.magnitudes[q] > 0 ? ref.magnitudes[q] : 1.0;
-    if (!std::isfinite(got.Get(q)) || !(error <= rtol * scale + 1e-30)) {
-      *why = "element " + std::to_string(q) + ": got " + std::to_string(got.Get(q)) +
-             ", expected " + std::to_string(ref.values[q]);
+    double error = 0;
+    if (!MatchesReference(got.GetComplex(q), ReferenceValue(ref, q), ref.magnitudes[q], dtype,
+                          &error)) {
+      *why = "element " + std::to_string(q) + ": got " + ValueText(got.GetComplex(q), dtype) +
+             ", expected " + ValueText(ReferenceValue(ref, q), dtype);
       return false;
     }
   }

@@ -40,8 +40,9 @@ void AddKernelOptions(CLI::App* sub, KernelOptions& o, bool) {
                 "With --expr: the output is sparse over the sparse operand's leading indices");
   sub->add_option("--dense", o.dense, "Dense index sizes, e.g. --dense j=256 or k=16,l=16")
       ->take_all();
-  sub->add_option("--dtype", o.dtype, "Value type: f32 (default) or f64")
-      ->check(CLI::IsMember({"f32", "f64"}));
+  sub->add_option("--dtype", o.dtype,
+                  "Value type: f32 (default), f64, or complex c64 (two f32) and c128 (two f64)")
+      ->check(CLI::IsMember({"f32", "f64", "c64", "c128"}));
 }
 
 std::string FormatMs(double ms) {
@@ -128,7 +129,7 @@ ResolvedKernel ResolveKernel(const KernelOptions& o) {
                                    o.sparse_output ? SparseOutput::kYes : SparseOutput::kAuto);
   }
   for (const auto& [index, size] : overrides) r.dense_sizes[index] = size;
-  r.dtype = o.dtype == "f64" ? DType::kF64 : DType::kF32;
+  if (!ParseDTypeName(o.dtype, &r.dtype)) r.dtype = DType::kF32;
   return r;
 }
 

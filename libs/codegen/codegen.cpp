@@ -23,7 +23,8 @@ class Emitter {
         dtype_(dtype),
         mode_(mode),
         encodings_(std::move(encodings)),
-        entry_(std::move(entry)) {
+        entry_(std::move(entry)),
+        complex_(IsComplex(dtype)) {
     encodings_.resize(nest.storage.levels.size());
     const auto& levels = nest.storage.levels;
     while (output_levels_ < static_cast<int>(levels.size()) &&
@@ -44,15 +45,22 @@ class Emitter {
     Line("#include <stdlib.h>");
     Line("#include <string.h>");
     Line("#include <omp.h>");
+    if (complex_) {
+      // Products as the textbook formula: no NaN and overflow recovery through a library
+      // call per product (C's Annex G), which keeps loops from vectorizing.
+      Line("#pragma GCC optimize(\"cx-limited-range\")");
+      Line("#include <complex>");
+    }
     Line(std::string("extern \"C\" {\n") + SPARSETUNE_KERNEL_ABI_TEXT + "\n}");
     Line(std::string("typedef ") + DTypeCName(dtype_) + " value_t;");
+    if (complex_) EmitComplexSupport();
     Line("static inline int64_t st_min(int64_t a, int64_t b) { return a < b ? a : b; }");
     if (ScratchSlots() > 0) EmitScratchCache();
     if (HasTransposedInput()) EmitTransposeFunction();
     if (Reordered()) EmitReorderFunctions();
     if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
     CollectTiles(*nest_.root);
-    if (!tiles_.empty() || HasVectorReduction(*nest_.root)) EmitVectorTypes();
+    if (HasVectorTile() || HasVectorReduction(*nest_.root)) EmitVectorTypes();
     Line(entry_.empty() ? std::string("extern \"C\" int sparsetune_kernel(const st_args* args) {")
                         : "static int " + entry_ + "(const st_args* args) {");
     ++depth_;
@@ -378,6 +386,19 @@ class Emitter {
     Line("  _mm256_storeu_pd(d + 2 * ld, _mm256_permute2f128_pd(t0, t2, 0x31));");
     Line("  _mm256_storeu_pd(d + 3 * ld, _mm256_permute2f128_pd(t1, t3, 0x31));");
     Line("}");
+    if (complex_) {
+      // Complex elements move whole: 8-byte ones as doubles, 16-byte ones two by two.
+      Line(
+          "static inline void st_transpose_block(const std::complex<float>* s, int64_t ls, "
+          "std::complex<float>* d, int64_t ld) {");
+      Line("  st_transpose_block((const double*)s, ls, (double*)d, ld);");
+      Line("}");
+      Line(
+          "static inline void st_transpose_block(const std::complex<double>* s, int64_t ls, "
+          "std::complex<double>* d, int64_t ld) {");
+      Line("  d[0] = s[0]; d[1] = s[ls]; d[ld] = s[1]; d[ld + 1] = s[ls + 1];");
+      Line("}");
+    }
     Line("#define ST_TRANSPOSE_BLOCK (32 / (int64_t)sizeof(value_t))");
     Line("#else");
     Line("#define ST_TRANSPOSE_BLOCK 1");
@@ -600,6 +621,13 @@ class Emitter {
     return out.back() == tiles_[0].loop->var.index ? &tiles_[0] : nullptr;
   }
 
+  bool HasVectorTile() const {
+    for (const Tile& t : tiles_) {
+      if (!t.gathers) return true;
+    }
+    return false;
+  }
+
   bool HasCompleteTile() const {
     for (const Tile& t : tiles_) {
       if (t.complete) return true;
@@ -676,12 +704,47 @@ class Emitter {
     }
   }
 
-  static bool HasVectorReduction(const NestNode& n) {
+  // Complex values keep scalar loops: GCC's vector types hold real elements only.
+  bool HasVectorReduction(const NestNode& n) const {
+    if (complex_) return false;
     if (n.kind == NestNode::Kind::kLoop && n.vector_reduction) return true;
     for (const auto& c : n.children) {
       if (HasVectorReduction(*c)) return true;
     }
     return false;
+  }
+
+  // OpenMP reduces arithmetic types only: sums of complex values are declared, and updated
+  // atomically a part at a time (the sum of each part is what is asked; no reader sees a
+  // half-updated value before the region ends).
+  void EmitComplexSupport() {
+    Line(
+        "#pragma omp declare reduction(+ : value_t : omp_out += omp_in) "
+        "initializer(omp_priv = value_t(0))");
+    Line("static inline void st_atomic_add(value_t* p, value_t v) {");
+    Line("  typedef value_t::value_type part_t;");
+    Line("  part_t* parts = reinterpret_cast<part_t*>(p);");
+    Line("#pragma omp atomic");
+    Line("  parts[0] += v.real();");
+    Line("#pragma omp atomic");
+    Line("  parts[1] += v.imag();");
+    Line("}");
+  }
+
+  // `target op value;` (op "+=" or "="), atomically when asked.
+  void EmitUpdate(const std::string& target, bool assign, const std::string& value, bool atomic) {
+    if (atomic && complex_ && !assign) {
+      Line("st_atomic_add(&" + target + ", " + value + ");");
+      return;
+    }
+    if (atomic && complex_) {
+      // An atomic store of both parts: never emitted for sums, which is what atomics serve.
+      Line("#pragma omp critical(st_complex_store)");
+      Line(target + " = " + value + ";");
+      return;
+    }
+    if (atomic) Line("#pragma omp atomic");
+    Line(target + (assign ? " = " : " += ") + value + ";");
   }
 
   static bool HasBalancedLoop(const NestNode& n) {
@@ -774,7 +837,9 @@ class Emitter {
       const int64_t bytes = t.size * static_cast<int64_t>(DTypeSize(dtype_));
       const std::string B = std::to_string(bytes);
       const std::string value_bytes = std::to_string(DTypeSize(dtype_));
-      if (bytes % 64 == 0) {
+      if (complex_) {
+        // No vector type holds complex elements: the plain loop.
+      } else if (bytes % 64 == 0) {
         // Whole vectors of the machine's width, whichever it is.
         t.vec = "st_vec";
         t.lanes = "ST_LANES";
@@ -970,7 +1035,7 @@ class Emitter {
       Line("}");
       return;
     }
-    if (n.vector_reduction && !n.parallel) {
+    if (n.vector_reduction && !n.parallel && !complex_) {
       const NestNode& compute = *n.children[0];
       EmitVectorReduction(
           n, {{"acc" + std::to_string(compute.accumulator) + accumulator_suffix_, jam_suffix_}});
@@ -1009,24 +1074,31 @@ class Emitter {
     } else if (!n.parallel && n.group > 1 && n.loop_kind == LoopKind::kLevelC) {
       EmitGroupedLoop(n, hi);
     } else if (!n.parallel && n.unroll > 1 && n.loop_kind == LoopKind::kLevelC &&
-               child.kind == NestNode::Kind::kReduce) {
+               child.kind == NestNode::Kind::kReduce && !complex_) {
       EmitJammedLoop(n, hi);
+    } else if (n.unroll > 1 && child.kind == NestNode::Kind::kReduce && complex_) {
+      // The jam's sums are vector reductions; complex values take the plain loop below.
+      EmitPlainBody(n, header, child);
     } else if (!n.parallel && n.unroll > 1 && compressed) {
       EmitUnrolledReduction(n, hi, n.unroll, /*remainder=*/true);
     } else {
-      if (!n.parallel && n.simd) {
-        Line(child.accumulator >= 0
-                 ? "#pragma omp simd reduction(+:acc" + std::to_string(child.accumulator) + ")"
-                 : "#pragma omp simd");
-      }
-      Line(header);
-      ++depth_;
-      EmitIterationPrologue(n);
-      EmitNode(child);
-      --depth_;
-      Line("}");
+      EmitPlainBody(n, header, child);
     }
     if (n.parallel) EmitParallelClose(n);
+    --depth_;
+    Line("}");
+  }
+
+  void EmitPlainBody(const NestNode& n, const std::string& header, const NestNode& child) {
+    if (!n.parallel && n.simd) {
+      Line(child.accumulator >= 0
+               ? "#pragma omp simd reduction(+:acc" + std::to_string(child.accumulator) + ")"
+               : "#pragma omp simd");
+    }
+    Line(header);
+    ++depth_;
+    EmitIterationPrologue(n);
+    EmitNode(child);
     --depth_;
     Line("}");
   }
@@ -1069,8 +1141,7 @@ class Emitter {
     if (n.balanced) {
       for (int acc : n.reductions) {
         const std::string a = "acc" + std::to_string(acc);
-        Line("#pragma omp atomic");
-        Line("*shared_" + a + " += " + a + ";");
+        EmitUpdate("*shared_" + a, /*assign=*/false, a, /*atomic=*/true);
       }
     }
     for (int t : n.thread_temps) Line("free(tmp" + std::to_string(t) + ");");
@@ -1480,8 +1551,7 @@ class Emitter {
     ++depth_;
     Line("value_t " + acc + " = 0;");
     EmitNode(*n.children[0]);
-    if (n.atomic) Line("#pragma omp atomic");
-    Line(Address(n.lhs) + (n.assign ? " = " : " += ") + acc + ";");
+    EmitUpdate(Address(n.lhs), n.assign, acc, n.atomic);
     --depth_;
     Line("}");
   }
@@ -1529,8 +1599,7 @@ class Emitter {
       Line(tile_target_ + " += " + rhs + ";");
       return;
     }
-    if (n.atomic) Line("#pragma omp atomic");
-    Line(Address(n.lhs) + (n.assign ? " = " : " += ") + rhs + ";");
+    EmitUpdate(Address(n.lhs), n.assign, rhs, n.atomic);
   }
 
   const LoopNest& nest_;
@@ -1548,6 +1617,7 @@ class Emitter {
   const NestNode* jam_ = nullptr;        // the compressed loop being unrolled and jammed
   std::string jam_suffix_;               // the jammed copy being emitted ("" outside)
   int vector_reductions_ = 0;
+  bool complex_ = false;  // value_t is std::complex
   std::string tile_target_;                 // the tile element a gathering compute adds into
   const NestNode* hoisted_loop_ = nullptr;  // innermost loop whose invariant factors were hoisted
   std::string hoisted_;

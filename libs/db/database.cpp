@@ -127,9 +127,9 @@ std::string ScheduleHash(const std::string& json_text) {
 }
 
 DType ParseDType(const std::string& name) {
-  if (name == "f32") return DType::kF32;
-  if (name == "f64") return DType::kF64;
-  throw InputError("unknown dtype '" + name + "' (expected f32 or f64)");
+  DType dtype;
+  if (ParseDTypeName(name, &dtype)) return dtype;
+  throw InputError("unknown dtype '" + name + "' (expected f32, f64, c64 or c128)");
 }
 
 nlohmann::json DatabaseStatsToJson(const DatabaseStats& stats) {

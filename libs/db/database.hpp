@@ -35,7 +35,7 @@ std::string CanonicalScheduleJson(const std::string& json_text);
 // StableHashHex of the canonical text: a schedule's identity within its kernel.
 std::string ScheduleHash(const std::string& json_text);
 
-// "f32" / "f64"; throws InputError on anything else.
+// "f32", "f64", "c64" or "c128"; throws InputError on anything else.
 DType ParseDType(const std::string& name);
 
 // What a tuning result is for. Every lookup below is keyed by it.

@@ -67,19 +67,20 @@ bool SameAsReference(const ValueBuffer& output, const ReferenceResult& ref, DTyp
               " values, the reference " + std::to_string(ref.values.size());
     return false;
   }
-  const double rtol = dtype == DType::kF32 ? 2e-4 : 1e-10;
   int64_t mismatches = 0;
   std::string first;
   for (int64_t q = 0; q < output.size(); ++q) {
-    const double scale = std::max(1.0, ref.magnitudes[q]);
-    const double error = std::fabs(output.Get(q) - ref.values[q]);
-    if (!std::isfinite(output.Get(q)) || error > rtol * scale) {
+    // Relative to the terms' magnitudes, at least 1.
+    const double magnitude = std::max(1.0, ref.magnitudes[q]);
+    double error = 0;
+    if (!MatchesReference(output.GetComplex(q), ReferenceValue(ref, q), magnitude, dtype, &error)) {
       if (mismatches++ == 0) {
-        first = "element " + std::to_string(q) + ": got " + std::to_string(output.Get(q)) +
-                ", expected " + std::to_string(ref.values[q]);
+        first = "element " + std::to_string(q) + ": got " +
+                ValueText(output.GetComplex(q), dtype) + ", expected " +
+                ValueText(ReferenceValue(ref, q), dtype);
       }
     } else {
-      *max_error = std::max(*max_error, error / scale);
+      *max_error = std::max(*max_error, error);
     }
   }
   if (mismatches == 0) return true;

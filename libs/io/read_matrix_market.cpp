@@ -219,21 +219,34 @@ Header ParseHeader(std::string_view text, const std::string& name) {
 }
 
 // Entries parsed from one chunk.
+// A value as read: the imaginary part is zero but in complex files.
+struct Value {
+  double re = 0;
+  double im = 0;
+  Value operator-() const { return {-re, -im}; }
+  Value Conjugate() const { return {re, -im}; }
+  bool IsZero() const { return re == 0 && im == 0; }
+};
+
 struct Entries {
   std::vector<int32_t> row;
   std::vector<int32_t> col;
   std::vector<double> value;
+  std::vector<double> imag;  // complex files only
+  bool complex = false;
   int64_t stored = 0;  // entry lines read (before symmetric expansion)
 
   void Reserve(int64_t n) {
     row.reserve(static_cast<size_t>(n));
     col.reserve(static_cast<size_t>(n));
     value.reserve(static_cast<size_t>(n));
+    if (complex) imag.reserve(static_cast<size_t>(n));
   }
-  void Push(int32_t r, int32_t c, double v) {
+  void Push(int32_t r, int32_t c, Value v) {
     row.push_back(r);
     col.push_back(c);
-    value.push_back(v);
+    value.push_back(v.re);
+    if (complex) imag.push_back(v.im);
   }
 };
 
@@ -258,19 +271,25 @@ struct Entries {
 
 // The value of one entry, the parts after the indices.
 template <Field kField>
-inline double ReadValue(const char*& p, const char* end, const std::string& name, int64_t line) {
+inline Value ReadValue(const char*& p, const char* end, const std::string& name, int64_t line) {
   if constexpr (kField == Field::kPattern) {
-    return 1.0;
+    return {1.0, 0.0};
   } else if constexpr (kField == Field::kInteger) {
-    return static_cast<double>(ReadInteger(p, end, "value", name, line));
+    return {static_cast<double>(ReadInteger(p, end, "value", name, line)), 0.0};
   } else if constexpr (kField == Field::kReal) {
-    return ReadReal(p, end, "value", name, line);
+    return {ReadReal(p, end, "value", name, line), 0.0};
   } else {
     const double re = ReadReal(p, end, "real part", name, line);
     p = SkipBlanks(p, end);
-    ReadReal(p, end, "imaginary part", name, line);  // checked, then dropped
-    return re;
+    return {re, ReadReal(p, end, "imaginary part", name, line)};
   }
+}
+
+// The entry mirrored across the diagonal of a symmetric, skew-symmetric or Hermitian matrix.
+inline Value Mirrored(Symmetry symmetry, Value v) {
+  return symmetry == Symmetry::kSkewSymmetric ? -v
+         : symmetry == Symmetry::kHermitian   ? v.Conjugate()
+                                              : v;
 }
 
 // Parses the coordinate lines in [p, end), the first of which is line `line`. Throws at the
@@ -280,6 +299,7 @@ void ParseCoordinateLines(const char* p, const char* end, int64_t line, const He
                           int64_t limit, const std::string& name, Entries* out) {
   const bool mirror = h.symmetry != Symmetry::kGeneral;
   const bool negate = h.symmetry == Symmetry::kSkewSymmetric;
+  out->complex = kField == Field::kComplex;
   int64_t stored = out->stored;
   while (p < end) {
     const char* q = SkipBlanks(p, end);
@@ -294,15 +314,15 @@ void ParseCoordinateLines(const char* p, const char* end, int64_t line, const He
     q = SkipBlanks(q, end);
     const int32_t c = ReadIndex(q, end, h.cols, "column index", name, line);
     if constexpr (kField != Field::kPattern) q = SkipBlanks(q, end);
-    const double v = ReadValue<kField>(q, end, name, line);
+    const Value v = ReadValue<kField>(q, end, name, line);
     q = SkipBlanks(q, end);
     if (!AtLineEnd(q, end)) FailExtra(q, end, h, name, line);
     ++stored;
     out->Push(r, c, v);
     if (mirror) {
       if (r != c) {
-        out->Push(c, r, negate ? -v : v);
-      } else if (negate && v != 0) {
+        out->Push(c, r, Mirrored(h.symmetry, v));
+      } else if (negate && !v.IsZero()) {
         Fail(name, line, "a skew-symmetric matrix has a nonzero diagonal entry");
       }
     }
@@ -338,6 +358,7 @@ Entries ParseCoordinate(const Header& h, const char* end, const std::string& nam
 
   auto sequential = [&] {
     Entries all;
+    all.complex = h.field == Field::kComplex;
     all.Reserve(std::min(h.entries, h.most) * per_entry);
     parse(h.data, end, h.data_line, h, h.entries, name, &all);
     if (all.stored < h.entries) FailShort(h, end, all.stored, name);
@@ -347,6 +368,7 @@ Entries ParseCoordinate(const Header& h, const char* end, const std::string& nam
 
   const std::vector<std::string_view> chunks = SplitAtLines(h.data, end, threads);
   std::vector<Entries> parts(chunks.size());
+  for (Entries& part : parts) part.complex = h.field == Field::kComplex;
   // The first part becomes the result, so it gets room for everything.
   parts[0].Reserve(std::min(h.entries, h.most) * per_entry);
   const std::vector<std::exception_ptr> errors =
@@ -381,9 +403,11 @@ Entries ParseCoordinate(const Header& h, const char* end, const std::string& nam
     all.row.insert(all.row.end(), parts[k].row.begin(), parts[k].row.end());
     all.col.insert(all.col.end(), parts[k].col.begin(), parts[k].col.end());
     all.value.insert(all.value.end(), parts[k].value.begin(), parts[k].value.end());
+    all.imag.insert(all.imag.end(), parts[k].imag.begin(), parts[k].imag.end());
     std::vector<int32_t>().swap(parts[k].row);
     std::vector<int32_t>().swap(parts[k].col);
     std::vector<double>().swap(parts[k].value);
+    std::vector<double>().swap(parts[k].imag);
   }
   all.stored = stored;
   return std::move(all);
@@ -394,6 +418,7 @@ Entries ParseCoordinate(const Header& h, const char* end, const std::string& nam
 template <Field kField>
 Entries ParseArray(const Header& h, const char* end, const std::string& name) {
   Entries out;
+  out.complex = kField == Field::kComplex;
   const bool general = h.symmetry == Symmetry::kGeneral;
   const bool negate = h.symmetry == Symmetry::kSkewSymmetric;
   const int64_t first_row_offset = negate ? 1 : 0;  // skew: the diagonal is not stored
@@ -417,13 +442,13 @@ Entries ParseArray(const Header& h, const char* end, const std::string& name) {
                SymmetryName(h.symmetry) + " array declared on line " + std::to_string(h.size_line) +
                " holds");
     }
-    const double v = ReadValue<kField>(q, end, name, line);
+    const Value v = ReadValue<kField>(q, end, name, line);
     q = SkipBlanks(q, end);
     if (!AtLineEnd(q, end)) FailExtra(q, end, h, name, line);
-    if (v != 0) {
+    if (!v.IsZero()) {
       out.Push(static_cast<int32_t>(i), static_cast<int32_t>(j), v);
       if (!general && i != j)
-        out.Push(static_cast<int32_t>(j), static_cast<int32_t>(i), negate ? -v : v);
+        out.Push(static_cast<int32_t>(j), static_cast<int32_t>(i), Mirrored(h.symmetry, v));
     }
     ++count;
     if (++i == h.rows) {
@@ -456,9 +481,6 @@ CooTensor ParseMatrixMarket(std::string_view text, const std::string& name,
   } else {
     entries = ParseArray<Field::kReal>(h, end, name);
   }
-  if (h.field == Field::kComplex && warnings) {
-    warnings->push_back(name + ": complex values: the imaginary part is dropped");
-  }
 
   CooTensor tensor;
   tensor.dims = {h.rows, h.cols};
@@ -466,10 +488,13 @@ CooTensor ParseMatrixMarket(std::string_view text, const std::string& name,
   tensor.coords[0] = std::move(entries.row);
   tensor.coords[1] = std::move(entries.col);
   tensor.values = std::move(entries.value);
+  tensor.imag = std::move(entries.imag);
   tensor.symmetry = h.symmetry;
   tensor.pattern_only = h.field == Field::kPattern;
   if (options.canonicalize) tensor.Canonicalize();
-  tensor.explicit_zeros = std::count(tensor.values.begin(), tensor.values.end(), 0.0);
+  tensor.explicit_zeros = 0;
+  for (int64_t e = 0; e < tensor.nnz(); ++e)
+    tensor.explicit_zeros += tensor.values[e] == 0 && tensor.Imag(e) == 0;
   return tensor;
 }
 

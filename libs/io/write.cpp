@@ -184,6 +184,10 @@ char* FormatEntries(const CooTensor& t, int64_t begin, int64_t end, ValueText va
       case ValueText::kValue:
         // Shortest text that reads back to the same double.
         out = std::to_chars(out, out + 32, t.values[e]).ptr;
+        if (t.is_complex()) {
+          *out++ = ' ';
+          out = std::to_chars(out, out + 32, t.imag[e]).ptr;
+        }
         break;
       case ValueText::kOne:
         *out++ = '1';
@@ -208,6 +212,9 @@ void WriteTensorFile(const CooTensor& tensor, const std::string& path, const std
   const std::string name = compress ? path.substr(0, path.size() - 3) : path;
   const bool tns = EndsWith(name, ".tns") || tensor.order() != 2;
   if (tensor.order() < 1) throw InputError(path, 0, "cannot write a tensor of order 0");
+  if (tensor.is_complex() && tns) {
+    throw InputError(path, 0, "FROSTT .tns files hold real values; write a complex matrix as .mtx");
+  }
   if (tensor.order() != 2 && EndsWith(name, ".mtx")) {
     throw InputError(path, 0,
                      "Matrix Market holds matrices only; this tensor has order " +
@@ -225,8 +232,9 @@ void WriteTensorFile(const CooTensor& tensor, const std::string& path, const std
   AtomicOutput output(path, compress);
   std::string header;
   if (!tns) {
-    header = tensor.pattern_only ? "%%MatrixMarket matrix coordinate pattern general\n"
-                                 : "%%MatrixMarket matrix coordinate real general\n";
+    header = tensor.pattern_only  ? "%%MatrixMarket matrix coordinate pattern general\n"
+             : tensor.is_complex() ? "%%MatrixMarket matrix coordinate complex general\n"
+                                   : "%%MatrixMarket matrix coordinate real general\n";
     size_t pos = 0;
     while (pos < comment.size()) {
       size_t end = comment.find('\n', pos);
@@ -246,7 +254,7 @@ void WriteTensorFile(const CooTensor& tensor, const std::string& path, const std
   // Entries are formatted in blocks of about 1 MiB of text, the blocks of one round in
   // parallel; a writer thread writes (and compresses) one round while the next is formatted.
   // Two sets of buffers alternate: set r % 2 is free again once round r - 1 has been written.
-  const int64_t bytes_per_entry = 12 * tensor.order() + 26;
+  const int64_t bytes_per_entry = 12 * tensor.order() + (tensor.is_complex() ? 52 : 26);
   const int64_t block = std::max<int64_t>(1, (int64_t(1) << 20) / bytes_per_entry);
   constexpr int kBlocksPerRound = 8;
   struct Round {

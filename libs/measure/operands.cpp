@@ -12,18 +12,16 @@
 
 namespace sparsetune {
 
-ValueBuffer::ValueBuffer(DType dtype, int64_t size) : dtype_(dtype), size_(size) {
-  if (dtype == DType::kF32)
-    f32_.assign(size, 0.0f);
+ValueBuffer::ValueBuffer(DType dtype, int64_t size)
+    : dtype_(dtype), size_(size), parts_(IsComplex(dtype) ? 2 : 1) {
+  if (single())
+    f32_.assign(size * parts_, 0.0f);
   else
-    f64_.assign(size, 0.0);
+    f64_.assign(size * parts_, 0.0);
 }
 
 void ValueBuffer::Fill(double v) {
-  if (dtype_ == DType::kF32)
-    std::fill(f32_.begin(), f32_.end(), float(v));
-  else
-    std::fill(f64_.begin(), f64_.end(), v);
+  for (int64_t k = 0; k < size_; ++k) Set(k, v);
 }
 
 int64_t TensorElements(const TensorInfo& tensor, const IndexSizes& sizes) {
@@ -42,15 +40,19 @@ void FillDeterministic(ValueBuffer& buffer, const std::string& seed_name) {
   StableHasher h;
   h.UpdateString(seed_name);
   uint64_t state = h.Digest64();
-  for (int64_t k = 0; k < buffer.size(); ++k) {
+  auto next = [&state] {
     // splitmix64 stream
     state += 0x9e3779b97f4a7c15ULL;
     uint64_t z = state;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
-    const double v = (double(int64_t(z % 2047)) - 1023.0 + 0.5) / 1024.0;
-    buffer.Set(k, v);
+    return (double(int64_t(z % 2047)) - 1023.0 + 0.5) / 1024.0;
+  };
+  const bool complex = IsComplex(buffer.dtype());
+  for (int64_t k = 0; k < buffer.size(); ++k) {
+    const double re = next();
+    buffer.SetComplex(k, complex ? std::complex<double>(re, next()) : std::complex<double>(re));
   }
 }
 

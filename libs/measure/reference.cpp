@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
@@ -95,6 +96,98 @@ std::vector<int64_t> SparseOutputRows(const CooTensor& a, int prefix, ReferenceR
   return row_of;
 }
 
+// The sparse operand's entry k and a dense element, as T.
+template <class T>
+T Value(const CooTensor& a, int64_t k) {
+  if constexpr (std::is_same_v<T, double>) {
+    return a.values[k];
+  } else {
+    return T(a.values[k], a.Imag(k));
+  }
+}
+template <class T>
+T Element(const ValueBuffer& buffer, int64_t k) {
+  if constexpr (std::is_same_v<T, double>) {
+    return buffer.Get(k);
+  } else {
+    return buffer.GetComplex(k);
+  }
+}
+
+// The sums over the sparse operand's entries, in T: double, or complex<double>.
+template <class T>
+void Accumulate(const CooTensor& a, const std::vector<ValueBuffer>& inputs, int order,
+                const std::vector<int>& sparse_ids, const std::vector<int64_t>& out_strides,
+                const DenseAssignments& dense, const std::vector<int64_t>& row_of,
+                int64_t out_size, ReferenceResult& r) {
+  const std::vector<std::vector<int64_t>>& strides = dense.strides;
+  const std::vector<int>& factors = dense.factors;
+  const std::vector<int64_t>& dense_offset = dense.dense_offset;
+  const std::vector<int64_t>& out_offset = dense.out_offset;
+  const int64_t combos = dense.combos;
+  const int nf = static_cast<int>(factors.size());
+  const int64_t n = a.nnz();
+  const int prefix = static_cast<int>(r.prefix_coords.size());
+  std::vector<T> sums(out_size, T(0));
+  r.magnitudes.assign(out_size, 0.0);
+  // Dense outputs get private copies per thread; sparse outputs are race-free only when every
+  // entry has its own row (prefix = all modes).
+  const bool parallel_ok = r.sparse ? prefix == order : out_size <= (int64_t(1) << 24);
+  const int threads = parallel_ok ? std::max(1, omp_get_max_threads()) : 1;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<T> local_v;
+    std::vector<double> local_m;
+    T* values = sums.data();
+    double* mags = r.magnitudes.data();
+    if (threads > 1 && !r.sparse) {
+      local_v.assign(out_size, T(0));
+      local_m.assign(out_size, 0.0);
+      values = local_v.data();
+      mags = local_m.data();
+    }
+    std::vector<int64_t> base(nf);
+    std::vector<const ValueBuffer*> buffers;
+    for (int t : factors) buffers.push_back(&inputs[t]);
+#pragma omp for schedule(dynamic, 256)
+    for (int64_t k = 0; k < n; ++k) {
+      const T av = Value<T>(a, k);
+      for (int f = 0; f < nf; ++f) {
+        int64_t off = 0;
+        for (int m = 0; m < order; ++m) off += int64_t(a.coords[m][k]) * strides[f][sparse_ids[m]];
+        base[f] = off;
+      }
+      int64_t out_base = 0;
+      if (r.sparse) {
+        out_base = row_of[k] * r.trailing;
+      } else {
+        for (int m = 0; m < order; ++m)
+          out_base += int64_t(a.coords[m][k]) * out_strides[sparse_ids[m]];
+      }
+      for (int64_t c = 0; c < combos; ++c) {
+        T product = av;
+        for (int f = 0; f < nf; ++f)
+          product *= Element<T>(*buffers[f], base[f] + dense_offset[c * nf + f]);
+        values[out_base + out_offset[c]] += product;
+        mags[out_base + out_offset[c]] += std::abs(product);
+      }
+    }
+    if (threads > 1 && !r.sparse) {
+#pragma omp critical
+      for (int64_t q = 0; q < out_size; ++q) {
+        sums[q] += local_v[q];
+        r.magnitudes[q] += local_m[q];
+      }
+    }
+  }
+  r.values.resize(out_size);
+  for (int64_t q = 0; q < out_size; ++q) r.values[q] = std::real(sums[q]);
+  if constexpr (!std::is_same_v<T, double>) {
+    r.imag.resize(out_size);
+    for (int64_t q = 0; q < out_size; ++q) r.imag[q] = std::imag(sums[q]);
+  }
+}
+
 }  // namespace
 
 ReferenceResult ComputeReference(const Expression& e, const CooTensor& a, const IndexSizes& sizes,
@@ -125,67 +218,19 @@ ReferenceResult ComputeReference(const Expression& e, const CooTensor& a, const 
     out_size = TensorElements(e.tensors[0], sizes);
   }
   EnumerateDense(e, sizes, out_strides, dense);
-  const std::vector<int>& factors = dense.factors;
-  const std::vector<std::vector<int64_t>>& strides = dense.strides;
-  const std::vector<int64_t>& dense_offset = dense.dense_offset;
-  const std::vector<int64_t>& out_offset = dense.out_offset;
-  const int64_t combos = dense.combos;
-  const int nf = static_cast<int>(factors.size());
-
-  const int64_t n = a.nnz();
   const std::vector<int64_t> row_of =
       r.sparse ? SparseOutputRows(a, prefix, r) : std::vector<int64_t>{};
   if (r.sparse) out_size = (row_of.empty() ? 0 : row_of.back() + 1) * r.trailing;
 
-  r.values.assign(out_size, 0.0);
-  r.magnitudes.assign(out_size, 0.0);
-  // Dense outputs get private copies per thread; sparse outputs are race-free only when every
-  // entry has its own row (prefix = all modes).
-  const bool parallel_ok = r.sparse ? prefix == order : out_size <= (int64_t(1) << 24);
-  const int threads = parallel_ok ? std::max(1, omp_get_max_threads()) : 1;
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<double> local_v, local_m;
-    double* values = r.values.data();
-    double* mags = r.magnitudes.data();
-    if (threads > 1 && !r.sparse) {
-      local_v.assign(out_size, 0.0);
-      local_m.assign(out_size, 0.0);
-      values = local_v.data();
-      mags = local_m.data();
-    }
-    std::vector<int64_t> base(nf);
-    std::vector<const ValueBuffer*> buffers;
-    for (int t : factors) buffers.push_back(&inputs[t]);
-#pragma omp for schedule(dynamic, 256)
-    for (int64_t k = 0; k < n; ++k) {
-      const double av = a.values[k];
-      for (int f = 0; f < nf; ++f) {
-        int64_t off = 0;
-        for (int m = 0; m < order; ++m) off += int64_t(a.coords[m][k]) * strides[f][sparse_ids[m]];
-        base[f] = off;
-      }
-      int64_t out_base = 0;
-      if (r.sparse) {
-        out_base = row_of[k] * r.trailing;
-      } else {
-        for (int m = 0; m < order; ++m)
-          out_base += int64_t(a.coords[m][k]) * out_strides[sparse_ids[m]];
-      }
-      for (int64_t c = 0; c < combos; ++c) {
-        double product = av;
-        for (int f = 0; f < nf; ++f) product *= buffers[f]->Get(base[f] + dense_offset[c * nf + f]);
-        values[out_base + out_offset[c]] += product;
-        mags[out_base + out_offset[c]] += std::fabs(product);
-      }
-    }
-    if (threads > 1 && !r.sparse) {
-#pragma omp critical
-      for (int64_t q = 0; q < out_size; ++q) {
-        r.values[q] += local_v[q];
-        r.magnitudes[q] += local_m[q];
-      }
-    }
+  // The kernel's dtype decides: a complex file under f32 is computed with its real parts, as
+  // the kernel packs them.
+  bool complex = false;
+  for (int t : dense.factors) complex = complex || IsComplex(inputs[t].dtype());
+  if (complex) {
+    Accumulate<std::complex<double>>(a, inputs, order, sparse_ids, out_strides, dense, row_of,
+                                     out_size, r);
+  } else {
+    Accumulate<double>(a, inputs, order, sparse_ids, out_strides, dense, row_of, out_size, r);
   }
   r.compute_ms = MsSince(start);
   return r;

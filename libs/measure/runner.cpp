@@ -260,22 +260,20 @@ RunResult KernelRunner::Run(const Schedule& schedule, const RunOptions& options)
 bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed, int output_levels,
                           std::string* message, double* max_error) {
   const ReferenceResult& ref = reference();
-  const double rtol = dtype_ == DType::kF32 ? 2e-4 : 1e-10;
   int64_t mismatches = 0;
   std::string first;
   // `where` names the element for the message; built only for the first mismatch, since
   // verification visits every output element of every measured schedule.
-  auto check = [&](int64_t got_index, double expected, double magnitude, const char* what,
-                   int64_t where) {
-    const double got = output.Get(got_index);
-    const double error = std::fabs(got - expected);
-    const double scale = magnitude > 0 ? magnitude : 1.0;
-    const bool ok = std::isfinite(got) && error <= rtol * scale + 1e-30;
-    if (std::isfinite(got)) *max_error = std::max(*max_error, error / scale);
+  auto check = [&](int64_t got_index, std::complex<double> expected, double magnitude,
+                   const char* what, int64_t where) {
+    const std::complex<double> got = output.GetComplex(got_index);
+    double error = 0;
+    const bool ok = MatchesReference(got, expected, magnitude, dtype_, &error);
+    if (std::isfinite(error)) *max_error = std::max(*max_error, error);
     if (!ok) {
       if (mismatches == 0) {
-        first = std::string(what) + " " + std::to_string(where) + ": got " + std::to_string(got) +
-                ", expected " + std::to_string(expected);
+        first = std::string(what) + " " + std::to_string(where) + ": got " +
+                ValueText(got, dtype_) + ", expected " + ValueText(expected, dtype_);
       }
       ++mismatches;
     }
@@ -283,7 +281,7 @@ bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed,
   *max_error = 0;
   if (!ref.sparse) {
     for (int64_t q = 0; q < output.size(); ++q)
-      check(q, ref.values[q], ref.magnitudes[q], "element", q);
+      check(q, ReferenceValue(ref, q), ref.magnitudes[q], "element", q);
   } else {
     // Walk the packed prefix levels; positions with a reference row must match it, padded
     // positions must hold zero.
@@ -318,7 +316,7 @@ bool KernelRunner::Verify(const ValueBuffer& output, const PackedTensor& packed,
       for (int64_t t = 0; t < ref.trailing; ++t) {
         const int64_t got_index = position * ref.trailing + t;
         if (match) {
-          check(got_index, ref.values[row * ref.trailing + t],
+          check(got_index, ReferenceValue(ref, row * ref.trailing + t),
                 ref.magnitudes[row * ref.trailing + t], "position", position);
         } else {
           check(got_index, 0.0, 0.0, "padding position", position);

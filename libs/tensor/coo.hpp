@@ -14,7 +14,8 @@ const char* SymmetryName(Symmetry symmetry);
 struct CooTensor {
   std::vector<int64_t> dims;
   std::vector<std::vector<int32_t>> coords;  // coords[mode][entry]
-  std::vector<double> values;                // values[entry]
+  std::vector<double> values;                // values[entry]; the real parts of complex ones
+  std::vector<double> imag;                  // imaginary parts; empty for real tensors
 
   // What the source declared; the entries are already expanded to the full tensor.
   Symmetry symmetry = Symmetry::kGeneral;
@@ -24,10 +25,14 @@ struct CooTensor {
 
   int order() const { return static_cast<int>(dims.size()); }
   int64_t nnz() const { return static_cast<int64_t>(values.size()); }
+  bool is_complex() const { return !imag.empty(); }
+  double Imag(int64_t entry) const { return imag.empty() ? 0.0 : imag[entry]; }
 
   // Allocates `order` empty coordinate arrays with room for `capacity` entries.
   void Reset(std::vector<int64_t> new_dims, int64_t capacity = 0);
   void Append(const int32_t* coordinate, double value);
+  // A complex tensor's entry (the tensor becomes complex with its first one).
+  void AppendComplex(const int32_t* coordinate, double real, double imaginary);
 
   // Sorts the entries and sums duplicates (counted in duplicates_summed).
   void Canonicalize();

@@ -39,7 +39,8 @@ std::vector<CoordinateEncoding> PackedTensor::encodings() const {
 }
 
 int64_t PackedTensor::bytes() const {
-  int64_t total = static_cast<int64_t>(values_f32.size() * 4 + values_f64.size() * 8);
+  int64_t total = static_cast<int64_t>(values_f32.size() * 4 + values_f64.size() * 8 +
+                                       values_c64.size() * 8 + values_c128.size() * 16);
   for (const PackedLevel& l : levels)
     total += static_cast<int64_t>(l.pos.size() * 4 + l.crd_bytes.size() + l.base.size() * 4);
   return total;
@@ -81,7 +82,16 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
     level.crd_bytes = std::move(arrays.crd);
     level.base = std::move(arrays.base);
   }
-  if (dtype == DType::kF32) {
+  if (IsComplex(dtype)) {
+    // A real tensor packed for a complex kernel has zero imaginary parts.
+    std::vector<std::complex<double>> source(t.nnz());
+    for (int64_t e = 0; e < t.nnz(); ++e) source[e] = {t.values[e], t.Imag(e)};
+    if (dtype == DType::kC64) {
+      levels.ScatterValues(packed->values_c64, source.data());
+    } else {
+      levels.ScatterValues(packed->values_c128, source.data());
+    }
+  } else if (dtype == DType::kF32) {
     levels.ScatterValues(packed->values_f32, t.values.data());
   } else {
     levels.ScatterValues(packed->values_f64, t.values.data());

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,8 +49,10 @@ struct PackedTensor {
   StorageFormat format;
   std::vector<PackedLevel> levels;
   DType dtype = DType::kF32;
-  BulkVector<float> values_f32;   // filled when dtype is f32
-  BulkVector<double> values_f64;  // filled when dtype is f64
+  BulkVector<float> values_f32;                  // filled when dtype is f32
+  BulkVector<double> values_f64;                 // filled when dtype is f64
+  BulkVector<std::complex<float>> values_c64;    // filled when dtype is c64
+  BulkVector<std::complex<double>> values_c128;  // filled when dtype is c128
   int64_t nnz = 0;                // entries of the source tensor
   double pack_ms = 0;
   // format.ordering's permutation (the levels hold the renumbered coordinates); null when the
@@ -58,11 +61,32 @@ struct PackedTensor {
 
   int64_t stored() const { return levels.empty() ? 1 : levels.back().positions; }
   const void* values_data() const {
-    return dtype == DType::kF32 ? static_cast<const void*>(values_f32.data())
-                                : static_cast<const void*>(values_f64.data());
+    switch (dtype) {
+      case DType::kF32:
+        return values_f32.data();
+      case DType::kF64:
+        return values_f64.data();
+      case DType::kC64:
+        return values_c64.data();
+      case DType::kC128:
+        return values_c128.data();
+    }
+    return nullptr;
   }
-  double value(int64_t position) const {
-    return dtype == DType::kF32 ? values_f32[position] : values_f64[position];
+  // The value at a position (its real part when complex; complex_value has both).
+  double value(int64_t position) const { return complex_value(position).real(); }
+  std::complex<double> complex_value(int64_t position) const {
+    switch (dtype) {
+      case DType::kF32:
+        return values_f32[position];
+      case DType::kF64:
+        return values_f64[position];
+      case DType::kC64:
+        return std::complex<double>(values_c64[position]);
+      case DType::kC128:
+        return values_c128[position];
+    }
+    return 0;
   }
   // Per level: how its coordinates are stored (32-bit absolute for U levels).
   std::vector<CoordinateEncoding> encodings() const;

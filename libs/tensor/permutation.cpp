@@ -85,10 +85,11 @@ void RadixSortRowKeys(std::vector<uint64_t>& keys, std::vector<uint64_t>& scratc
 // Writes old entries [from, to) of a row at `at` with their new columns, in column order: the
 // (new column, offset) keys are sorted (insertion sort for the short rows that dominate sparse
 // matrices, a radix sort for the long rows of hubs), then each entry is written once.
-void WriteRowByNewColumn(const int32_t* old_cols, const double* old_values, int64_t from,
-                         int64_t to, const int32_t* new_cols, int column_bits, int32_t* cols,
-                         double* values, int64_t at, std::vector<uint64_t>& keys,
-                         std::vector<uint64_t>& scratch) {
+// `old_imag` and `imag` are null for real matrices.
+void WriteRowByNewColumn(const int32_t* old_cols, const double* old_values, const double* old_imag,
+                         int64_t from, int64_t to, const int32_t* new_cols, int column_bits,
+                         int32_t* cols, double* values, double* imag, int64_t at,
+                         std::vector<uint64_t>& keys, std::vector<uint64_t>& scratch) {
   const int64_t n = to - from;
   keys.resize(n);
   for (int64_t q = 0; q < n; ++q)
@@ -109,6 +110,9 @@ void WriteRowByNewColumn(const int32_t* old_cols, const double* old_values, int6
     cols[at + q] = static_cast<int32_t>(keys[q] >> 32);
     values[at + q] = old_values[from + (keys[q] & 0xffffffffu)];
   }
+  if (imag) {
+    for (int64_t q = 0; q < n; ++q) imag[at + q] = old_imag[from + (keys[q] & 0xffffffffu)];
+  }
 }
 
 // A canonical matrix's rows moved whole: a row's entries stay together, so only each row's
@@ -118,6 +122,7 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
   const int32_t* old_row_of = matrix.coords[0].data();
   const int32_t* old_col_of = matrix.coords[1].data();
   const double* old_value_of = matrix.values.data();
+  const double* old_imag_of = matrix.is_complex() ? matrix.imag.data() : nullptr;
   std::vector<int64_t> old_start(rows + 1, 0);
   for (int64_t e = 0; e < matrix.nnz(); ++e) ++old_start[old_row_of[e] + 1];
   for (int64_t r = 0; r < rows; ++r) old_start[r + 1] += old_start[r];
@@ -146,6 +151,8 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
 #pragma omp section
     for (auto& mode : out.coords) mode.resize(matrix.nnz());
   }
+  if (old_imag_of) out.imag.resize(matrix.nnz());
+  double* imag_of = old_imag_of ? out.imag.data() : nullptr;
   int32_t* row_of = out.coords[0].data();
   int32_t* col_of = out.coords[1].data();
   double* value_of = out.values.data();
@@ -166,13 +173,14 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
       }
       for (int64_t e = from; e < to; ++e) row_of[at + e - from] = static_cast<int32_t>(r);
       if (new_cols) {
-        WriteRowByNewColumn(old_col_of, old_value_of, from, to, new_cols, column_bits, col_of,
-                            value_of, at, keys, scratch);
+        WriteRowByNewColumn(old_col_of, old_value_of, old_imag_of, from, to, new_cols,
+                            column_bits, col_of, value_of, imag_of, at, keys, scratch);
         continue;
       }
       for (int64_t e = from; e < to; ++e) {
         col_of[at + e - from] = old_col_of[e];
         value_of[at + e - from] = old_value_of[e];
+        if (imag_of) imag_of[at + e - from] = old_imag_of[e];
       }
     }
   }
