@@ -264,7 +264,19 @@ void Database::Initialize() {
   }
   conn.Exec("PRAGMA foreign_keys = ON");
 
-  if (version < latest) {
+  // A file this process may not write is read as it is when every pending migration leaves
+  // what readers see unchanged (its text says "compatible-reads").
+  auto reads_compatible = [&] {
+    for (const Migration& migration : Migrations()) {
+      if (migration.version > version &&
+          std::string(migration.sql).find("-- compatible-reads:") == std::string::npos)
+        return false;
+    }
+    return true;
+  };
+  const bool read_as_is = version < latest && mode_ == OpenMode::kReadOnly &&
+                          sqlite3_db_readonly(conn.handle(), "main") == 1 && reads_compatible();
+  if (version < latest && !read_as_is) {
     if (sqlite3_db_readonly(conn.handle(), "main") == 1)
       throw InputError(path_, 0,
                        "database schema version " + std::to_string(version) +
