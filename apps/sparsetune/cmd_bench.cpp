@@ -93,11 +93,13 @@ double EffectiveBytes(const std::string& kernel, const CooTensor& t, const Index
 
 // Floating-point operations of one call: a multiply and an add per term (SpMV: per nonzero;
 // SpMM and SDDMM: per nonzero and element of the dense width); 0 for other kernels.
-double Flops(const std::string& kernel, const CooTensor& t, const IndexSizes& sizes) {
-  const double nnz = double(t.nnz());
-  if (kernel == "spmv") return 2 * nnz;
-  if (kernel == "spmm") return 2 * nnz * double(sizes.at("j"));
-  if (kernel == "sddmm" || kernel == "sddmm_nt") return 2 * nnz * double(sizes.at("k"));
+// Real operations: a multiply and an add per term, four times that for complex values (four
+// multiplies and four adds).
+double Flops(const std::string& kernel, const CooTensor& t, const IndexSizes& sizes, DType dtype) {
+  const double per_term = IsComplex(dtype) ? 8 : 2, nnz = double(t.nnz());
+  if (kernel == "spmv") return per_term * nnz;
+  if (kernel == "spmm") return per_term * nnz * double(sizes.at("j"));
+  if (kernel == "sddmm" || kernel == "sddmm_nt") return per_term * nnz * double(sizes.at("k"));
   return 0;
 }
 
@@ -516,9 +518,15 @@ void PrintTableNotes(const BenchReport& r, const std::vector<std::string>& above
     std::printf(
         "  GB/s is effective bandwidth: the least bytes a call must move (the matrix as CSR with "
         "32-bit column indices, every dense operand and the output once: %s) over its median "
-        "time; GFLOP/s counts a multiply and an add per term, %%peak is its share of the FLOP "
+        "time; GFLOP/s counts a multiply and an add per term%s, %%peak is its share of the FLOP "
         "probe\n",
-        FormatBytes(r.bytes).c_str());
+        FormatBytes(r.bytes).c_str(),
+        IsComplex(r.k->dtype) ? " (four of each for complex values)" : "");
+    if (IsComplex(r.k->dtype)) {
+      std::printf(
+          "  complex values: librsb, GraphBLAS and PyTorch are not run (their complex types are "
+          "not wired up here); the textbook kernel and Eigen are\n");
+    }
     if (!above_probe.empty()) {
       std::string names;
       for (const auto& name : above_probe) names += (names.empty() ? "" : ", ") + name;
@@ -650,7 +658,7 @@ void RunBench(const BenchOptions& o) {
   report.jit_flags = jit_flags;
   report.llc_bytes = DetectMachine(jit.compiler(), Jit::Flags()).l3_bytes;
   report.bytes = EffectiveBytes(k.name, tensor, sizes, k.dtype);
-  report.flops = Flops(k.name, tensor, sizes);
+  report.flops = Flops(k.name, tensor, sizes, k.dtype);
   report.contenders = &contenders;
   FindBest(report);
   if (o.json) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "measure/operands.hpp"
 #include "tensor/coo.hpp"
 
 namespace sparsetune {
@@ -27,6 +28,15 @@ inline CsrArrays ToCsr(const CooTensor& matrix) {
 template <class V>
 std::vector<V> TypedValues(const CooTensor& matrix) {
   return std::vector<V>(matrix.values.begin(), matrix.values.end());
+}
+
+// The matrix's values in the kernel's type (complex ones with their imaginary parts, zero for
+// a real matrix).
+inline ValueBuffer TypedValues(const CooTensor& matrix, DType dtype) {
+  ValueBuffer values(dtype, matrix.nnz());
+  for (int64_t e = 0; e < matrix.nnz(); ++e)
+    values.SetComplex(e, {matrix.values[e], matrix.Imag(e)});
+  return values;
 }
 
 }  // namespace sparsetune

@@ -19,9 +19,12 @@ Jit& DefaultJit() {
   return jit;
 }
 
-// The value type goes in as the first line; everything else is the embedded file.
+// The value type goes in as the first lines; everything else is the embedded file. Complex
+// products take the textbook formula, as in sparsetune's kernels (see codegen).
 std::string TypedSource(const std::string& file, DType dtype) {
-  return std::string("#define ST_VALUE ") + DTypeCName(dtype) + "\n" + JitSource(file);
+  const std::string complex_support =
+      IsComplex(dtype) ? "#pragma GCC optimize(\"cx-limited-range\")\n#include <complex>\n" : "";
+  return complex_support + "#define ST_VALUE " + DTypeCName(dtype) + "\n" + JitSource(file);
 }
 
 template <class F>
@@ -80,10 +83,8 @@ class JitBaseline : public Baseline {
     const auto start = std::chrono::steady_clock::now();
     const CooTensor& t = *o_.sparse;
     const CsrArrays csr = ToCsr(t);
-    const bool f32 = o_.dtype == DType::kF32;
-    const std::vector<float> values32 = f32 ? TypedValues<float>(t) : std::vector<float>();
-    const std::vector<double> values64 = f32 ? std::vector<double>() : TypedValues<double>(t);
-    const void* values = f32 ? static_cast<const void*>(values32.data()) : values64.data();
+    const ValueBuffer typed_values = TypedValues(t, o_.dtype);
+    const void* values = typed_values.data();
     const std::vector<ValueBuffer>& in = *o_.inputs;
     const bool sddmm = o_.kernel == "sddmm" || o_.kernel == "sddmm_nt";
     const int64_t width =
@@ -124,7 +125,9 @@ std::unique_ptr<Baseline> MakeJitBaseline(const BaselineOperands& o, const std::
 }
 
 FlopProbe MeasureFlopRate(Jit& jit, DType dtype, int threads) {
-  const CompiledKernel compiled = jit.CompileLibrary(TypedSource("flop_probe.cpp", dtype));
+  // Complex arithmetic is real arithmetic on the parts: the probe runs on the part type.
+  const CompiledKernel compiled =
+      jit.CompileLibrary(TypedSource("flop_probe.cpp", RealPart(dtype)));
   using ProbeFn = double (*)(int, char*, int, int*);
   auto probe = Resolve<ProbeFn>(compiled, "st_flop_probe");
   char isa[32] = {0};

@@ -137,6 +137,7 @@ class TorchBaseline : public Baseline {
 std::unique_ptr<Baseline> MakeTorchBaseline(const BaselineOperands& o) {
   if (o.kernel != "spmv" && o.kernel != "spmm" && o.kernel != "sddmm" && o.kernel != "sddmm_nt")
     return nullptr;
+  if (IsComplex(o.dtype)) return nullptr;  // torch's complex CSR is not wired up here
   return std::make_unique<TorchBaseline>(o);
 }
 

@@ -1225,8 +1225,9 @@ class Emitter {
       const std::string row =
           fixed.empty() ? first : "(" + Horner(fixed) + ") * " + D(i) + " + " + first;
       Line("if (" + first + " < " + D(i) + ")");
-      Line("  memset(T0 + (" + row + ") * (" + Product(rest) + "), 0, sizeof(value_t) * (" +
-           Product(rest) + ") * st_min(" + S(i) + ", " + D(i) + " - " + first + "));");
+      Line("  memset((void*)(T0 + (" + row + ") * (" + Product(rest) +
+           ")), 0, sizeof(value_t) * (" + Product(rest) + ") * st_min(" + S(i) + ", " + D(i) +
+           " - " + first + "));");
       return;
     }
     if (n.zero_prefix > 0) {
@@ -1236,12 +1237,12 @@ class Emitter {
       if (const Tile* tile = CompleteTileOver(rest)) {
         const std::string& j = tile->loop->var.index;
         const std::string whole = "(" + D(j) + " / " + S(j) + " * " + S(j) + ")";
-        Line("memset(T0 + (" + Horner(fixed) + ") * " + D(j) + " + " + whole +
-             ", 0, sizeof(value_t) * (" + D(j) + " - " + whole + "));");
+        Line("memset((void*)(T0 + (" + Horner(fixed) + ") * " + D(j) + " + " + whole +
+             "), 0, sizeof(value_t) * (" + D(j) + " - " + whole + "));");
         return;
       }
-      Line("memset(T0 + (" + Horner(fixed) + ") * (" + Product(rest) + "), 0, sizeof(value_t) * (" +
-           Product(rest) + "));");
+      Line("memset((void*)(T0 + (" + Horner(fixed) + ") * (" + Product(rest) +
+           ")), 0, sizeof(value_t) * (" + Product(rest) + "));");
     }
   }
 
@@ -1537,7 +1538,7 @@ class Emitter {
     if (temp.scalar()) {
       Line("value_t " + name + " = 0;");
     } else {
-      Line("memset(" + name + ", 0, sizeof(value_t) * " + name + "_size);");
+      Line("memset((void*)" + name + ", 0, sizeof(value_t) * " + name + "_size);");
     }
     EmitNode(*n.children[0]);
     EmitNode(*n.children[1]);
@@ -1617,7 +1618,7 @@ class Emitter {
   const NestNode* jam_ = nullptr;        // the compressed loop being unrolled and jammed
   std::string jam_suffix_;               // the jammed copy being emitted ("" outside)
   int vector_reductions_ = 0;
-  bool complex_ = false;  // value_t is std::complex
+  bool complex_ = false;                    // value_t is std::complex
   std::string tile_target_;                 // the tile element a gathering compute adds into
   const NestNode* hoisted_loop_ = nullptr;  // innermost loop whose invariant factors were hoisted
   std::string hoisted_;

@@ -217,6 +217,9 @@ std::vector<std::string> HeaderProse(const EmittedKernel& k) {
                          "sparsetune_add_kernel links), sparsetune's METIS and igraph orderings."
                        : "."));
   prose.push_back("The C ABI. Values are " + k.value + " (" + value_type +
+                  (IsComplex(k.dtype) ? std::string(", float _Complex or double _Complex in C: "
+                                                    "the same (real, imaginary) pairs")
+                                      : std::string()) +
                   "); dense operands and outputs are row-major arrays that the caller owns and "
                   "that a call uses only while it runs. Allocate them on 64-byte boundaries "
                   "(aligned_alloc(64, bytes)), as tune timed them: with malloc's 16-byte "
@@ -350,9 +353,19 @@ std::string HeaderText(const EmittedKernel& k) {
     << "   Schedule: " << k.schedule.CanonicalJson() << "\n";
   for (const auto& paragraph : prose) h << "\n" << Wrapped(paragraph, "   ", 96);
   h << "*/\n"
-    << "#pragma once\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-    << "typedef struct " << name << "_operand " << name << "_operand;\n"
-    << "typedef " << k.value << " " << value_type << ";  /* the values' type */\n\n";
+    << "#pragma once\n#include <stdint.h>\n";
+  if (IsComplex(k.dtype)) {
+    // One layout in both languages: (real, imaginary) pairs.
+    const std::string part = DTypeScalarCName(k.dtype);
+    h << "#ifdef __cplusplus\n#include <complex>\ntypedef std::complex<" << part << "> "
+      << value_type << ";  /* the values' type */\n#else\n#include <complex.h>\ntypedef " << part
+      << " _Complex " << value_type << ";  /* the values' type */\n#endif\n";
+  }
+  h << "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+    << "typedef struct " << name << "_operand " << name << "_operand;\n";
+  if (!IsComplex(k.dtype))
+    h << "typedef " << k.value << " " << value_type << ";  /* the values' type */\n";
+  h << "\n";
   for (const auto& index : k.dense_indices) {
     h << "#define " << name << "_DENSE_" << index << " " << k.sizes.at(index)
       << "  /* the size tuned for */\n";

@@ -75,9 +75,8 @@ bool SameAsReference(const ValueBuffer& output, const ReferenceResult& ref, DTyp
     double error = 0;
     if (!MatchesReference(output.GetComplex(q), ReferenceValue(ref, q), magnitude, dtype, &error)) {
       if (mismatches++ == 0) {
-        first = "element " + std::to_string(q) + ": got " +
-                ValueText(output.GetComplex(q), dtype) + ", expected " +
-                ValueText(ReferenceValue(ref, q), dtype);
+        first = "element " + std::to_string(q) + ": got " + ValueText(output.GetComplex(q), dtype) +
+                ", expected " + ValueText(ReferenceValue(ref, q), dtype);
       }
     } else {
       *max_error = std::max(*max_error, error);
@@ -176,7 +175,8 @@ struct ShuffledEntries {
   }
   ValueBuffer Values(const CooTensor& t, DType dtype) const {
     ValueBuffer values(dtype, static_cast<int64_t>(order.size()));
-    for (size_t r = 0; r < order.size(); ++r) values.Set(r, t.values[order[r]]);
+    for (size_t r = 0; r < order.size(); ++r)
+      values.SetComplex(r, {t.values[order[r]], t.Imag(order[r])});
     return values;
   }
   std::vector<int64_t> order;
@@ -298,6 +298,10 @@ EmittedCheck CompiledEmittedKernel::Check(const Expression& expression, const In
   CooTensor updated = tensor;
   for (int64_t e = 0; e < tensor.nnz(); ++e)
     updated.values[e] = 0.5 - tensor.values[e] * 0.75 + e % 3;
+  if (IsComplex(dtype)) {
+    updated.imag.resize(tensor.nnz());
+    for (int64_t e = 0; e < tensor.nnz(); ++e) updated.imag[e] = 0.25 * (e % 5) - tensor.Imag(e);
+  }
   if (abi.update(operand.get(), entries.Values(updated, dtype).data()) != 0) {
     check.reason = std::string("update_values failed: ") + abi.last_error();
     return check;

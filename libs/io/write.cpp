@@ -232,7 +232,7 @@ void WriteTensorFile(const CooTensor& tensor, const std::string& path, const std
   AtomicOutput output(path, compress);
   std::string header;
   if (!tns) {
-    header = tensor.pattern_only  ? "%%MatrixMarket matrix coordinate pattern general\n"
+    header = tensor.pattern_only   ? "%%MatrixMarket matrix coordinate pattern general\n"
              : tensor.is_complex() ? "%%MatrixMarket matrix coordinate complex general\n"
                                    : "%%MatrixMarket matrix coordinate real general\n";
     size_t pos = 0;

@@ -24,15 +24,15 @@ class ValueBuffer {
     return single() ? static_cast<void*>(f32_.data()) : static_cast<void*>(f64_.data());
   }
   const void* data() const {
-    return single() ? static_cast<const void*>(f32_.data())
-                    : static_cast<const void*>(f64_.data());
+    return single() ? static_cast<const void*>(f32_.data()) : static_cast<const void*>(f64_.data());
   }
   // Element k (its real part when complex).
   double Get(int64_t k) const { return Part(k * parts_); }
   // Sets element k (to a real value when complex).
   void Set(int64_t k, double v) { SetComplex(k, v); }
   std::complex<double> GetComplex(int64_t k) const {
-    return parts_ == 1 ? std::complex<double>(Part(k)) : std::complex<double>(Part(2 * k), Part(2 * k + 1));
+    return parts_ == 1 ? std::complex<double>(Part(k))
+                       : std::complex<double>(Part(2 * k), Part(2 * k + 1));
   }
   void SetComplex(int64_t k, std::complex<double> v) {
     SetPart(k * parts_, v.real());

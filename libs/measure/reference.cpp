@@ -118,8 +118,8 @@ T Element(const ValueBuffer& buffer, int64_t k) {
 template <class T>
 void Accumulate(const CooTensor& a, const std::vector<ValueBuffer>& inputs, int order,
                 const std::vector<int>& sparse_ids, const std::vector<int64_t>& out_strides,
-                const DenseAssignments& dense, const std::vector<int64_t>& row_of,
-                int64_t out_size, ReferenceResult& r) {
+                const DenseAssignments& dense, const std::vector<int64_t>& row_of, int64_t out_size,
+                ReferenceResult& r) {
   const std::vector<std::vector<int64_t>>& strides = dense.strides;
   const std::vector<int>& factors = dense.factors;
   const std::vector<int64_t>& dense_offset = dense.dense_offset;

@@ -18,8 +18,8 @@ namespace sparsetune {
 // dense index ranges in double precision, independently of the code generator. Alongside each
 // value it keeps the sum of the magnitudes of its terms, which scales the tolerance.
 struct ReferenceResult {
-  std::vector<double> values;      // the real parts, when complex
-  std::vector<double> imag;        // complex operands only: the imaginary parts
+  std::vector<double> values;  // the real parts, when complex
+  std::vector<double> imag;    // complex operands only: the imaginary parts
   std::vector<double> magnitudes;
   // Sparse outputs: one row of `trailing` values per distinct prefix of the sparse operand's
   // coordinates (in canonical order), prefix_coords[mode][row].

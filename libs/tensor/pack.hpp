@@ -53,7 +53,7 @@ struct PackedTensor {
   BulkVector<double> values_f64;                 // filled when dtype is f64
   BulkVector<std::complex<float>> values_c64;    // filled when dtype is c64
   BulkVector<std::complex<double>> values_c128;  // filled when dtype is c128
-  int64_t nnz = 0;                // entries of the source tensor
+  int64_t nnz = 0;                               // entries of the source tensor
   double pack_ms = 0;
   // format.ordering's permutation (the levels hold the renumbered coordinates); null when the
   // format keeps the tensor's order.

@@ -173,8 +173,8 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
       }
       for (int64_t e = from; e < to; ++e) row_of[at + e - from] = static_cast<int32_t>(r);
       if (new_cols) {
-        WriteRowByNewColumn(old_col_of, old_value_of, old_imag_of, from, to, new_cols,
-                            column_bits, col_of, value_of, imag_of, at, keys, scratch);
+        WriteRowByNewColumn(old_col_of, old_value_of, old_imag_of, from, to, new_cols, column_bits,
+                            col_of, value_of, imag_of, at, keys, scratch);
         continue;
       }
       for (int64_t e = from; e < to; ++e) {

@@ -242,6 +242,66 @@ TEST(Emit, StandaloneKernelsReproduceTheReference) {
   }
 }
 
+// A complex matrix: Matrix()'s pattern and real parts, nonzero imaginary parts.
+CooTensor ComplexMatrix() {
+  CooTensor t = Matrix();
+  t.imag.resize(t.nnz());
+  for (int64_t e = 0; e < t.nnz(); ++e) t.imag[e] = 0.25 * double(e % 5) - 0.5 * t.values[e];
+  return t;
+}
+
+// Complex values through the emitted C ABI: the kernel paths complex values take instead of
+// vectors (scalar tiles and dot products, atomic updates a part at a time, transposes of
+// complex elements), packed, updated and in both orders.
+TEST(Emit, ComplexKernelsReproduceTheReference) {
+  const std::vector<Case> cases = {
+      {"complex-sell",
+       "spmv",
+       {{"splits", {{"i", 8}}},
+        {"loop_order", {"i1", "k", "i0"}},
+        {"format", {"i1:U", "k:S", "i0:U"}},
+        {"parallel", Parallel("i1", 2)},
+        {"narrow_coordinates", true},
+        {"ordering", "degree"}},
+       DType::kC64,
+       {},
+       ComplexMatrix},
+      // Columns to threads: every row of y is updated atomically.
+      {"complex-columns",
+       "spmv",
+       {{"loop_order", {"k", "i"}}, {"format", {"k:U", "i:C"}}, {"parallel", Parallel("k", 4)}},
+       DType::kC128,
+       {},
+       ComplexMatrix},
+      {"complex-tiles",
+       "spmm",
+       {{"splits", {{"j", 16}}},
+        {"loop_order", {"i", "j1", "k", "j0"}},
+        {"format", {"i:U", "k:C"}},
+        {"parallel", Parallel("i", 1, true)},
+        {"narrow_coordinates", true}},
+       DType::kC128,
+       {{"j", 40}},
+       ComplexMatrix,
+       {{{"j", 13}}}},
+      {"complex-transposed",
+       "sddmm",
+       {{"loop_order", {"i", "j", "k"}},
+        {"format", {"i:U", "j:C"}},
+        {"parallel", Parallel("i", 4)},
+        {"unroll", 4},
+        {"transpose", {"C"}}},
+       DType::kC64,
+       {{"k", 24}},
+       ComplexMatrix,
+       {{{"k", 7}}}},
+  };
+  for (const Case& c : cases) {
+    CheckEmitted(c);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 // An ordered winner's kernel renumbers the caller's matrix as tune did and reproduces the
 // reference through both entry points: the caller's order and the tuned one.
 TEST(Emit, OrderedKernelsReproduceTheReferenceInBothOrders) {

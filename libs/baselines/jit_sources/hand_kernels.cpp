@@ -25,6 +25,13 @@ namespace {
 
 using V = ST_VALUE;
 
+#ifdef _GLIBCXX_COMPLEX
+// OpenMP reduces arithmetic types only; complex sums are declared (the host includes <complex>
+// for complex values).
+#pragma omp declare reduction(+ : std::complex<float>, std::complex<double> : omp_out += omp_in) \
+    initializer(omp_priv = decltype(omp_orig)(0))
+#endif
+
 // Dense rows on cache lines, as a careful programmer allocates them (aligned_alloc), so that
 // vector loads of a row do not straddle two lines; the tuned kernels get the same.
 template <class T>

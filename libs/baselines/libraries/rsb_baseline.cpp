@@ -110,6 +110,7 @@ class RsbBaseline : public Baseline {
 
 std::unique_ptr<Baseline> MakeRsbBaseline(const BaselineOperands& o, bool tuned) {
   if (o.kernel != "spmv" && o.kernel != "spmm") return nullptr;
+  if (IsComplex(o.dtype)) return nullptr;  // librsb's complex types are not wired up here
   if (o.dtype == DType::kF32) return std::make_unique<RsbBaseline<float>>(o, tuned);
   return std::make_unique<RsbBaseline<double>>(o, tuned);
 }
