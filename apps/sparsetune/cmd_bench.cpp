@@ -265,6 +265,8 @@ BenchOperand ReadBenchOperand(const BenchOptions& o, const ResolvedKernel& k) {
   CooTensor& tensor = operand.tensor;
   tensor = ReadTensorFile(o.file);
   if (tensor.order() != 2) throw InputError(o.file + ": bench takes matrices");
+  if (std::string left_out = ValuesLeftOut(tensor, k.dtype); !left_out.empty())
+    std::fprintf(stderr, "sparsetune: warning: %s: %s\n", o.file.c_str(), left_out.c_str());
   // Every contender reads the same non-constant values (GraphBLAS skips the reads of a
   // constant operand): a pattern-only file gets generated ones.
   if (tensor.pattern_only) {

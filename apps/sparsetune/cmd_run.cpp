@@ -40,6 +40,8 @@ void RunRun(const RunCommandOptions& o, Context& context) {
 
   std::vector<std::string> warnings;
   CooTensor tensor = ReadTensorFile(o.file, &warnings);
+  if (std::string left_out = ValuesLeftOut(tensor, k.dtype); !left_out.empty())
+    warnings.push_back(o.file + ": " + left_out);
   for (const auto& w : warnings) std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
   IndexSizes sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
   try {

@@ -203,6 +203,8 @@ void RunTune(const TuneOptions& o) {
   WarnWhenShippedModelMissing(request.kernel, request.use_model, request.model_dir);
   const TuneReport report = Tune(request, progress);
   bar.Finish();
+  for (const auto& w : report.input_warnings)
+    std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
   if (o.json) {
     std::cout << report.ToJson().dump(2) << "\n";
   } else {

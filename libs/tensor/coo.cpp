@@ -22,6 +22,12 @@ const char* SymmetryName(Symmetry symmetry) {
   return "general";
 }
 
+std::string ValuesLeftOut(const CooTensor& tensor, DType dtype) {
+  if (!tensor.is_complex() || IsComplex(dtype)) return "";
+  return std::string("complex values: ") + DTypeName(dtype) +
+         " kernels use the real parts (--dtype c64 or c128 computes with complex values)";
+}
+
 void CooTensor::Reset(std::vector<int64_t> new_dims, int64_t capacity) {
   dims = std::move(new_dims);
   coords.assign(dims.size(), {});

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "base/dtype.hpp"
+
 namespace sparsetune {
 
 enum class Symmetry { kGeneral, kSymmetric, kSkewSymmetric, kHermitian };
@@ -38,6 +40,10 @@ struct CooTensor {
   void Canonicalize();
   bool IsCanonical() const;
 };
+
+// What a kernel of `dtype` leaves out of the tensor's values ("" when nothing): a complex
+// tensor under a real dtype is computed with its real parts.
+std::string ValuesLeftOut(const CooTensor& tensor, DType dtype);
 
 // Largest dimension a coordinate may address: coordinates are stored as int32.
 constexpr int64_t kMaxDimension = 2147483647;

@@ -211,6 +211,8 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   auto t = Clock::now();
   Operand operand;
   operand.tensor = ReadTensorFile(request.path);
+  if (std::string left_out = ValuesLeftOut(operand.tensor, request.dtype); !left_out.empty())
+    report.input_warnings.push_back(request.path + ": " + left_out);
   operand.sizes = ResolveIndexSizes(e, operand.tensor.dims, request.dense);
   try {
     CheckRunFitsInMemory(e, operand.tensor, operand.sizes, request.dtype);

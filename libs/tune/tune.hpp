@@ -77,6 +77,8 @@ struct TuneReport {
   std::string model_dir;          // the cost model's folder ("": none)
   bool model_calibrated = false;  // it is the one `sparsetune calibrate` made for this machine
   std::vector<std::string> emitted_files;
+  // About the input, for stderr: values the kernel leaves out.
+  std::vector<std::string> input_warnings;
 
   double speedup_vs_fixed_csr() const { return winner_ms > 0 ? fixed_csr_ms / winner_ms : 0; }
   // `tune --json`: the fields schemas/tune.schema.json documents.

@@ -1,5 +1,5 @@
-// Random valid schedules of the four WACO kernels, on random and real small tensors, must all
-// verify against the reference implementation.
+// Random valid schedules of the four WACO kernels, on random and real small tensors, in real
+// and complex values, must all verify against the reference implementation.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -14,8 +14,15 @@ namespace sparsetune {
 namespace {
 
 struct Workload {
+  Workload(std::string label_, CooTensor tensor_)
+      : label(std::move(label_)), tensor(std::move(tensor_)), complex_tensor(tensor) {
+    complex_tensor.imag.resize(tensor.nnz());
+    for (int64_t e = 0; e < tensor.nnz(); ++e)
+      complex_tensor.imag[e] = 0.125 * double(e % 7) - 0.25 * tensor.values[e];
+  }
   std::string label;
   CooTensor tensor;
+  CooTensor complex_tensor;  // the same entries with imaginary parts
 };
 
 // A short, very wide band: each row's columns lie within `span` of its diagonal, so narrow
@@ -71,8 +78,13 @@ void CheckRandomSchedules(const std::string& kernel, int schedules, uint64_t see
     std::map<std::string, int64_t> dense;
     for (const auto& index : e.DenseOnlyIndices()) dense[index] = 1 + int64_t(rng() % 19);
     IndexSizes sizes = ResolveIndexSizes(e, w.tensor.dims, dense);
-    const DType dtype = (n % 5 == 4) ? DType::kF64 : DType::kF32;
-    KernelRunner runner(e, w.tensor, sizes, dtype, jit);
+    // A fifth each in f64 and in complex values (c64 and c128 alternating), whose tensors get
+    // imaginary parts.
+    const DType dtype = n % 5 == 4   ? DType::kF64
+                        : n % 5 == 2 ? (n % 10 == 2 ? DType::kC64 : DType::kC128)
+                                     : DType::kF32;
+    const CooTensor& tensor = IsComplex(dtype) ? w.complex_tensor : w.tensor;
+    KernelRunner runner(e, tensor, sizes, dtype, jit);
     Schedule s = SampleGenericSchedule(e, sizes, rng);
     RunOptions options;
     options.time = false;

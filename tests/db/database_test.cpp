@@ -5,6 +5,7 @@
 #include "base/errors.hpp"
 #include "base/hash.hpp"
 #include "db/database.hpp"
+#include "db/migrations.hpp"
 #include "db_test_util.hpp"
 
 namespace sparsetune {
@@ -274,6 +275,52 @@ TEST_F(DatabaseTest, StatisticsCounts) {
   EXPECT_EQ(json["schedules"], 5);
   EXPECT_EQ(json["measurements"], 12);
   EXPECT_EQ(json["winners"], 3);
+}
+
+// A database of schema 1 (f32 and f64 only) is upgraded in place when opened: its rows stay,
+// and complex winners can be stored next to them.
+TEST_F(DatabaseTest, SchemaOneUpgradesToComplexDtypes) {
+  const std::string path = Path("old.db");
+  int64_t machine = 0;
+  {
+    auto db = Database::Open(path, OpenMode::kReadWrite);
+    machine = db->UpsertMachine(TestMachine());
+    db->UpsertMatrix(TestMatrix(1));
+    const TuningKey key = SpmmKey("fp1", machine);
+    db->SetWinner(key, db->RecordMeasurement(TestMeasurement(key, 1, 2.0)), 2.0);
+  }
+  // Back to schema 1: migration 2 run with schema 1's dtype constraint.
+  ASSERT_GE(Migrations().size(), 2u);
+  std::string downgrade = Migrations()[1].sql;
+  const std::string complex_dtypes = "('f32', 'f64', 'c64', 'c128')";
+  for (size_t at; (at = downgrade.find(complex_dtypes)) != std::string::npos;)
+    downgrade.replace(at, complex_dtypes.size(), "('f32', 'f64')");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw, (downgrade + "PRAGMA user_version = 1;").c_str(), nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
+  ASSERT_NE(
+      RawQuery(path, "SELECT sql FROM sqlite_master WHERE name = 'winners'").find("('f32', 'f64')"),
+      std::string::npos);
+
+  auto db = Database::Open(path, OpenMode::kReadWrite);
+  EXPECT_EQ(db->SchemaVersion(), Database::LatestSchemaVersion());
+  const auto kept = db->FindWinner(SpmmKey("fp1", machine));
+  ASSERT_TRUE(kept);
+  EXPECT_DOUBLE_EQ(kept->time_ms, 2.0);
+  TuningKey complex_key = SpmmKey("fp1", machine);
+  complex_key.dtype = DType::kC64;
+  EXPECT_FALSE(db->FindWinner(complex_key));
+  db->SetWinner(complex_key, db->RecordMeasurement(TestMeasurement(complex_key, 2, 3.0)), 3.0);
+  ASSERT_TRUE(db->FindWinner(complex_key));
+  EXPECT_DOUBLE_EQ(db->FindWinner(complex_key)->time_ms, 3.0);
+  EXPECT_DOUBLE_EQ(db->FindWinner(SpmmKey("fp1", machine))->time_ms, 2.0);
 }
 
 TEST_F(DatabaseTest, ReadOnlyMode) {

@@ -13,6 +13,7 @@
 #include "base/errors.hpp"
 #include "io/read.hpp"
 #include "io/read_internal.hpp"
+#include "io/write.hpp"
 #include "io_test_util.hpp"
 
 namespace sparsetune {
@@ -195,14 +196,19 @@ TEST(ReadTensorFile, TrailingZeroPaddingAfterGzipIsIgnored) {
   EXPECT_EQ(Entries(ReadTensorFile(dir.Write("pad.mtx.gz", padded))), kSmallEntries);
 }
 
-TEST(ReadTensorFile, ComplexWarningNamesTheFile) {
+// A complex matrix written and read back keeps both parts of every value.
+TEST(ReadTensorFile, ComplexMatricesRoundTrip) {
   TempDir dir;
-  const std::string path =
-      dir.Write("c.mtx", "%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 2\n");
-  std::vector<std::string> warnings;
-  ReadTensorFile(path, &warnings);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings[0], path + ": complex values: the imaginary part is dropped");
+  const std::string path = dir.Write(
+      "c.mtx", "%%MatrixMarket matrix coordinate complex general\n2 3 2\n1 1 1 2\n2 3 -0.5 0.25\n");
+  const CooTensor t = ReadTensorFile(path);
+  const std::string copy = dir.Track("copy.mtx");
+  WriteTensorFile(t, copy);
+  const CooTensor back = ReadTensorFile(copy);
+  EXPECT_EQ(back.coords, t.coords);
+  EXPECT_EQ(back.values, (std::vector<double>{1, -0.5}));
+  EXPECT_EQ(back.imag, (std::vector<double>{2, 0.25}));
+  EXPECT_THROW(WriteTensorFile(t, dir.Track("c.tns")), InputError);
 }
 
 TEST(Gunzip, RefusesToInflatePastTheCap) {

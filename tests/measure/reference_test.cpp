@@ -51,6 +51,37 @@ TEST(Reference, Spmv) {
   }
 }
 
+// Complex values: A = [1+i 2; 0 -3i], x = [1, 2i]: y = [1+5i, 6], and each element's
+// tolerance scale is the sum of |term|: |1+i| + |4i|, |-3i * 2i|.
+TEST(Reference, ComplexSpmv) {
+  const Expression e = KernelExpression("spmv");
+  CooTensor a;
+  a.Reset({2, 2});
+  const int32_t c00[2] = {0, 0}, c01[2] = {0, 1}, c11[2] = {1, 1};
+  a.AppendComplex(c00, 1, 1);
+  a.AppendComplex(c01, 2, 0);
+  a.AppendComplex(c11, 0, -3);
+  const IndexSizes sizes = ResolveIndexSizes(e, a.dims, {});
+  for (DType dtype : {DType::kC64, DType::kC128}) {
+    std::vector<ValueBuffer> inputs(e.tensors.size());
+    const int x = e.TensorId("x");
+    inputs[x] = ValueBuffer(dtype, 2);
+    inputs[x].SetComplex(0, {1, 0});
+    inputs[x].SetComplex(1, {0, 2});
+    const ReferenceResult r = ComputeReference(e, a, sizes, inputs);
+    EXPECT_EQ(r.values, (std::vector<double>{1, 6}));
+    EXPECT_EQ(r.imag, (std::vector<double>{5, 0}));
+    ASSERT_EQ(r.magnitudes.size(), 2u);
+    EXPECT_DOUBLE_EQ(r.magnitudes[0], std::sqrt(2.0) + 4);
+    EXPECT_DOUBLE_EQ(r.magnitudes[1], 6);
+    // A real kernel on the same matrix computes with the real parts only.
+    const ReferenceResult real =
+        ComputeReference(e, a, sizes, Inputs(e, sizes, {{"x", {1, 2}}}, DType::kF64));
+    EXPECT_EQ(real.values, (std::vector<double>{5, 0}));
+    EXPECT_TRUE(real.imag.empty());
+  }
+}
+
 TEST(Reference, Spmm) {
   const Expression e = KernelExpression("spmm");
   // A = [0 2; -1 3], B = [1 2; 3 4]: C = [6 8; 8 10].
