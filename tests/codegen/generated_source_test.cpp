@@ -271,6 +271,28 @@ TEST_F(GeneratedKernels, SlicedLevelComputesASliceOfRowsPerColumnSlot) {
   EXPECT_TRUE(Has(source, "constexpr int64_t s0 = 8;"));
 }
 
+// Complex values: the same tiled schedule keeps its slice in an array of complex values (no
+// GCC vector type holds them), sums declared to OpenMP, and atomic updates a part at a time.
+TEST_F(GeneratedKernels, ComplexValuesTakeScalarTilesAndSplitAtomics) {
+  const Schedule tiled = Parse({{"splits", {{"j", 16}}},
+                                {"loop_order", {"i", "j1", "k", "j0"}},
+                                {"format", {"i:U", "k:C"}},
+                                {"parallel", {{"index", "i"}, {"chunk", 4}}}});
+  KernelRunner& c64 = Runner("spmm", matrix_, {{"j", 40}}, DType::kC64);
+  const std::string source = CompiledAndVerified(c64, tiled);
+  EXPECT_TRUE(Has(source, "typedef std::complex<float> value_t;"));
+  EXPECT_TRUE(Has(source, "#pragma omp declare reduction(+ : value_t"));
+  EXPECT_TRUE(Lacks(source, "vector_size"));
+  // Columns to threads: rows of y are shared, updated by two atomic additions.
+  const Schedule columns = Parse({{"loop_order", {"k", "i"}},
+                                  {"format", {"k:U", "i:C"}},
+                                  {"parallel", {{"index", "k"}, {"chunk", 4}}}});
+  KernelRunner& c128 = Runner("spmv", matrix_, {}, DType::kC128);
+  const std::string atomic = CompiledAndVerified(c128, columns);
+  EXPECT_TRUE(Has(atomic, "st_atomic_add(&T0[i0], "));
+  EXPECT_TRUE(Lacks(atomic, "#pragma omp atomic\n      T0"));
+}
+
 TEST_F(GeneratedKernels, SpmmRegisterTileHoldsTheOutputSliceInVectors) {
   const Schedule tiled = Parse({{"splits", {{"j", 16}}},
                                 {"loop_order", {"i", "j1", "k", "j0"}},
@@ -287,7 +309,7 @@ TEST_F(GeneratedKernels, SpmmRegisterTileHoldsTheOutputSliceInVectors) {
   // The tile holds the slice's whole sum: stored once (around the caches when the output is
   // larger than them); only the columns past the last whole slice are cleared.
   EXPECT_TRUE(Has(source, "st_store((st_vec*)&T0[(i0) * d1 + i1], tile0[g], st_stream_output);"));
-  EXPECT_TRUE(Has(source, "memset(T0 + (i0) * d1 + (d1 / s1 * s1), 0"));
+  EXPECT_TRUE(Has(source, "memset((void*)(T0 + (i0) * d1 + (d1 / s1 * s1)), 0"));
   EXPECT_TRUE(Has(source, "constexpr int64_t s1 = 16;"));
   EXPECT_TRUE(Has(source, "if (i1o * s1 + s1 <= d1)"));
   // 16 doubles: 128 bytes.
