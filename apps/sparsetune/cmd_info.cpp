@@ -43,6 +43,7 @@ void RunInfo(const InfoOptions& options) {
   out["fingerprint"] = fingerprint;
   out["symmetry"] = SymmetryName(tensor.symmetry);
   out["pattern_only"] = tensor.pattern_only;
+  out["complex"] = tensor.is_complex();
   out["duplicates_summed"] = tensor.duplicates_summed;
   out["explicit_zeros"] = tensor.explicit_zeros;
   out["read_ms"] = read_ms;
@@ -60,7 +61,9 @@ void RunInfo(const InfoOptions& options) {
   std::printf("  nnz          %lld  (density %.3g)\n", static_cast<long long>(tensor.nnz()),
               stats.density);
   std::printf("  symmetry     %s%s\n", SymmetryName(tensor.symmetry),
-              tensor.pattern_only ? ", pattern only" : "");
+              tensor.pattern_only   ? ", pattern only"
+              : tensor.is_complex() ? ", complex values (--dtype c64 or c128)"
+                                    : "");
   if (tensor.duplicates_summed) {
     std::printf("  duplicates   %lld summed\n", static_cast<long long>(tensor.duplicates_summed));
   }

@@ -573,17 +573,54 @@ class Emitter {
     Line("#define ST_VEC_BYTES 16");
     Line("#endif");
     Line("#define ST_LANES (ST_VEC_BYTES / (int)sizeof(value_t))");
-    Line(
-        "typedef value_t st_vec __attribute__((vector_size(ST_VEC_BYTES), "
-        "aligned(sizeof(value_t))));");
+    // Complex values sit in vectors of their parts, interleaved as in memory.
+    const std::string element = complex_ ? DTypeScalarCName(dtype_) : "value_t";
+    Line("typedef " + element +
+         " st_vec __attribute__((vector_size(ST_VEC_BYTES), aligned(sizeof(" + element + "))));");
     for (int bytes : {16, 32})
-      Line("typedef value_t st_vec" + std::to_string(bytes) + " __attribute__((vector_size(" +
-           std::to_string(bytes) + "), aligned(sizeof(value_t))));");
+      Line("typedef " + element + " st_vec" + std::to_string(bytes) +
+           " __attribute__((vector_size(" + std::to_string(bytes) + "), aligned(sizeof(" + element +
+           "))));");
     if (HasCompleteTile()) EmitStreamingStore();
+    if (complex_) {
+      EmitComplexVectorProducts();
+      return;
+    }
     Line("static inline value_t st_sum(st_vec v) {");
     Line("  value_t s = 0;");
     Line("  for (int l = 0; l < ST_LANES; ++l) s += v[l];");
     Line("  return s;");
+    Line("}");
+  }
+
+  // Products of complex values in vectors of interleaved (real, imaginary) parts:
+  // (a + bi)(c + di) = (ac - bd) + (ad + bc)i, lane by lane with the pairs of one operand
+  // swapped and the real lanes' products negated. The shuffle masks are constants the
+  // compiler folds into one permute each.
+  void EmitComplexVectorProducts() {
+    Line("template <class V> static inline V st_lanes_by(int how) {");
+    Line("  V mask;");
+    Line("  for (int l = 0; l < (int)(sizeof(V) / sizeof(mask[0])); ++l)");
+    Line("    mask[l] = how == 0 ? (l ^ 1) : how == 1 ? (l & ~1) : (l | 1);");
+    Line("  return mask;");
+    Line("}");
+    Line("template <class V> static inline V st_swap_pairs(V v) {");
+    Line("  typedef decltype(v < v) M;");
+    Line("  return __builtin_shuffle(v, st_lanes_by<M>(0));");
+    Line("}");
+    Line("template <class V> static inline V st_real_lanes_negative(V v) {");
+    Line("  V sign;");
+    Line("  for (int l = 0; l < (int)(sizeof(V) / sizeof(v[0])); ++l) sign[l] = l & 1 ? 1 : -1;");
+    Line("  return v * sign;");
+    Line("}");
+    Line("template <class V> static inline V st_cmul(V a, V b) {");
+    Line("  typedef decltype(a < a) M;");
+    Line("  const V re = __builtin_shuffle(a, st_lanes_by<M>(1));");
+    Line("  const V im = __builtin_shuffle(a, st_lanes_by<M>(2));");
+    Line("  return re * b + st_real_lanes_negative(im * st_swap_pairs(b));");
+    Line("}");
+    Line("template <class V> static inline V st_cscale(value_t a, V b) {");
+    Line("  return a.real() * b + st_real_lanes_negative(a.imag() * st_swap_pairs(b));");
     Line("}");
   }
 
@@ -837,8 +874,8 @@ class Emitter {
       const int64_t bytes = t.size * static_cast<int64_t>(DTypeSize(dtype_));
       const std::string B = std::to_string(bytes);
       const std::string value_bytes = std::to_string(DTypeSize(dtype_));
-      if (complex_) {
-        // No vector type holds complex elements: the plain loop.
+      if (complex_ && !AnyFactorVariesWith(*n.tile_loop->children[0], *n.tile_loop)) {
+        // A complex product with no factor along the tile has no vector form here.
       } else if (bytes % 64 == 0) {
         // Whole vectors of the machine's width, whichever it is.
         t.vec = "st_vec";
@@ -993,6 +1030,23 @@ class Emitter {
     HoistInvariantFactors(n);
     std::string product = hoisted_loop_ == &n ? hoisted_ : "";
     OpenTileVectorLoop(tile);
+    if (complex_) {
+      // Vectors of interleaved parts multiply through st_cmul; the invariant factors' product
+      // (a complex scalar) scales the result.
+      std::string vectors;
+      for (const auto& f : compute.factors) {
+        if (!VariesWith(f, n)) continue;
+        const std::string v = std::string("*(const ") + tile.vec + "*)&" + Address(f);
+        vectors = vectors.empty() ? v : "st_cmul(" + vectors + ", " + v + ")";
+      }
+      product = product.empty() ? vectors : "st_cscale(" + product + ", " + vectors + ")";
+      Line(tile.At("g") + " += " + product + ";");
+      CloseLoop();
+      hoisted_loop_ = nullptr;
+      --depth_;
+      Line("}");
+      return;
+    }
     for (const auto& f : compute.factors) {
       if (!VariesWith(f, n)) continue;
       product +=
@@ -1558,6 +1612,13 @@ class Emitter {
   }
 
   // Does a factor read a different element on each iteration of loop `n`?
+  bool AnyFactorVariesWith(const NestNode& compute, const NestNode& n) const {
+    for (const auto& f : compute.factors) {
+      if (VariesWith(f, n)) return true;
+    }
+    return false;
+  }
+
   bool VariesWith(const NestAccess& a, const NestNode& n) const {
     if (a.tensor == e_.sparse) return n.level >= 0;  // its position advances with every level loop
     auto uses = [&](const std::string& index) {

@@ -135,7 +135,8 @@ TEST(NarrowCoordinates, EveryEncodingVerifies) {
 }
 
 // Reductions between j1 and j0 keep the j0 slice in registers: whole slices and a partial last
-// one (the split does not divide |j|), single and double precision, SpMM and MTTKRP.
+// one (the split does not divide |j|), real and complex, single and double precision, SpMM and
+// MTTKRP.
 TEST(RegisterTiles, VerifyForEverySliceWidth) {
   Jit jit;
   struct Case {
@@ -150,10 +151,14 @@ TEST(RegisterTiles, VerifyForEverySliceWidth) {
   for (const auto& c : cases) {
     const Expression e = KernelExpression(c.kernel);
     const CooTensor tensor = testing::SmallWorkload(static_cast<int>(c.format.size()));
+    // Complex tiles multiply vectors of interleaved parts: MTTKRP's two varying factors
+    // through st_cmul, SpMM's one scaled by the nonzero through st_cscale.
+    const CooTensor complex_tensor = Workload("", tensor).complex_tensor;
     for (int64_t j : {16, 20, 64}) {
       for (int64_t split : {4, 8, 16}) {
-        for (DType dtype : {DType::kF32, DType::kF64}) {
-          KernelRunner runner(e, tensor, ResolveIndexSizes(e, tensor.dims, {{"j", j}}), dtype, jit);
+        for (DType dtype : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
+          KernelRunner runner(e, IsComplex(dtype) ? complex_tensor : tensor,
+                              ResolveIndexSizes(e, tensor.dims, {{"j", j}}), dtype, jit);
           nlohmann::json json = {{"splits", {{"j", split}}},
                                  {"loop_order", c.order},
                                  {"format", c.format},
