@@ -526,8 +526,9 @@ void PrintTableNotes(const BenchReport& r, const std::vector<std::string>& above
         IsComplex(r.k->dtype) ? " (four of each for complex values)" : "");
     if (IsComplex(r.k->dtype)) {
       std::printf(
-          "  complex values: librsb, GraphBLAS and PyTorch are not run (their complex types are "
-          "not wired up here); the textbook kernel and Eigen are\n");
+          "  complex values: PyTorch is not run (its complex CSR is not wired up here); the "
+          "others run on std::complex, GraphBLAS on GxB_FC32/FC64, librsb on its complex "
+          "types\n");
     }
     if (!above_probe.empty()) {
       std::string names;

@@ -88,7 +88,7 @@ TEST(Complex, TuneQueryEmitAndBenchWithComplexValues) {
     names.insert(c["name"].get<std::string>());
     EXPECT_TRUE(c["verified"].get<bool>()) << c["name"];
   }
-  for (const char* name : {"fixed_csr", "tuned", "hand", "eigen"})
+  for (const char* name : {"fixed_csr", "tuned", "hand", "eigen", "librsb", "graphblas"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 

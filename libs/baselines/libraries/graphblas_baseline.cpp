@@ -29,6 +29,7 @@ extern "C" {
 #include <cstring>
 #include <mutex>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "base/errors.hpp"
@@ -130,6 +131,41 @@ struct Typed<double> {
   }
 };
 
+template <>
+struct Typed<GxB_FC32_t> {
+  static GrB_Type type() { return GxB_FC32; }
+  static GrB_Semiring plus_times() { return GxB_PLUS_TIMES_FC32; }
+  static GrB_BinaryOp times() { return GxB_TIMES_FC32; }
+  static GrB_BinaryOp plus() { return GxB_PLUS_FC32; }
+  static GrB_Info build(GrB_Matrix a, const GrB_Index* i, const GrB_Index* j, const GxB_FC32_t* x,
+                        GrB_Index n) {
+    return GxB_Matrix_build_FC32(a, i, j, x, n, GxB_PLUS_FC32);
+  }
+  static GrB_Info extract(GrB_Index* i, GrB_Index* j, GxB_FC32_t* x, GrB_Index* n, GrB_Matrix a) {
+    return GxB_Matrix_extractTuples_FC32(i, j, x, n, a);
+  }
+  static GrB_Info extract(GrB_Index* i, GxB_FC32_t* x, GrB_Index* n, GrB_Vector v) {
+    return GxB_Vector_extractTuples_FC32(i, x, n, v);
+  }
+};
+template <>
+struct Typed<GxB_FC64_t> {
+  static GrB_Type type() { return GxB_FC64; }
+  static GrB_Semiring plus_times() { return GxB_PLUS_TIMES_FC64; }
+  static GrB_BinaryOp times() { return GxB_TIMES_FC64; }
+  static GrB_BinaryOp plus() { return GxB_PLUS_FC64; }
+  static GrB_Info build(GrB_Matrix a, const GrB_Index* i, const GrB_Index* j, const GxB_FC64_t* x,
+                        GrB_Index n) {
+    return GxB_Matrix_build_FC64(a, i, j, x, n, GxB_PLUS_FC64);
+  }
+  static GrB_Info extract(GrB_Index* i, GrB_Index* j, GxB_FC64_t* x, GrB_Index* n, GrB_Matrix a) {
+    return GxB_Matrix_extractTuples_FC64(i, j, x, n, a);
+  }
+  static GrB_Info extract(GrB_Index* i, GxB_FC64_t* x, GrB_Index* n, GrB_Vector v) {
+    return GxB_Vector_extractTuples_FC64(i, x, n, v);
+  }
+};
+
 template <class V>
 class GraphBlasBaseline : public Baseline {
   using T = Typed<V>;
@@ -161,7 +197,7 @@ class GraphBlasBaseline : public Baseline {
       for (GrB_Index e = 0; e < nnz; ++e) {
         i[e] = t.coords[0][e];
         j[e] = t.coords[1][e];
-        x[e] = static_cast<V>(t.values[e]);
+        x[e] = FromParts<V>({t.values[e], t.Imag(e)});
       }
       Check(GrB_Matrix_new(&a_, T::type(), rows, cols), "GrB_Matrix_new");
       Check(GxB_Matrix_Option_set_INT32(a_, GxB_FORMAT, GxB_BY_ROW), "holding A by row");
@@ -233,7 +269,7 @@ class GraphBlasBaseline : public Baseline {
       Check(T::extract(i.data(), x.data(), &n, w_), "extracting w");
       ValueBuffer out(o_.dtype, o_.sparse->dims[0]);
       out.Fill(0);
-      for (GrB_Index e = 0; e < n; ++e) out.Set(static_cast<int64_t>(i[e]), x[e]);
+      for (GrB_Index e = 0; e < n; ++e) out.SetComplex(static_cast<int64_t>(i[e]), ToComplex(x[e]));
       return out;
     }
     GrB_Matrix m = o_.kernel == "spmm" ? c_ : d_;
@@ -247,7 +283,8 @@ class GraphBlasBaseline : public Baseline {
     if (o_.kernel == "spmm") {
       ValueBuffer out(o_.dtype, static_cast<int64_t>(rows * cols));
       out.Fill(0);
-      for (GrB_Index e = 0; e < n; ++e) out.Set(static_cast<int64_t>(i[e] * cols + j[e]), x[e]);
+      for (GrB_Index e = 0; e < n; ++e)
+        out.SetComplex(static_cast<int64_t>(i[e] * cols + j[e]), ToComplex(x[e]));
       return out;
     }
     // SDDMM: values in canonical (row, column) order, one per entry of A.
@@ -256,7 +293,8 @@ class GraphBlasBaseline : public Baseline {
     std::sort(order.begin(), order.end(),
               [&](GrB_Index a, GrB_Index b) { return i[a] != i[b] ? i[a] < i[b] : j[a] < j[b]; });
     ValueBuffer out(o_.dtype, static_cast<int64_t>(n));
-    for (GrB_Index e = 0; e < n; ++e) out.Set(static_cast<int64_t>(e), x[order[e]]);
+    for (GrB_Index e = 0; e < n; ++e)
+      out.SetComplex(static_cast<int64_t>(e), ToComplex(x[order[e]]));
     return out;
   }
 
@@ -269,7 +307,7 @@ class GraphBlasBaseline : public Baseline {
     V* x = static_cast<V*>(std::aligned_alloc(64, bytes));
     if (!x) throw InternalError("GraphBLAS: out of memory for a dense operand");
     for (GrB_Index k = 0; k < count; ++k)
-      x[k] = values ? static_cast<V>(values->Get(static_cast<int64_t>(k))) : V(0);
+      x[k] = values ? FromParts<V>(values->GetComplex(static_cast<int64_t>(k))) : V(0);
     return x;
   }
 
@@ -306,7 +344,8 @@ class GraphBlasBaseline : public Baseline {
 std::unique_ptr<Baseline> MakeGraphBlasBaseline(const BaselineOperands& o) {
   if (o.kernel != "spmv" && o.kernel != "spmm" && o.kernel != "sddmm" && o.kernel != "sddmm_nt")
     return nullptr;
-  if (IsComplex(o.dtype)) return nullptr;  // GxB's complex types are not wired up here
+  if (o.dtype == DType::kC64) return std::make_unique<GraphBlasBaseline<GxB_FC32_t>>(o);
+  if (o.dtype == DType::kC128) return std::make_unique<GraphBlasBaseline<GxB_FC64_t>>(o);
   if (o.dtype == DType::kF32) return std::make_unique<GraphBlasBaseline<float>>(o);
   return std::make_unique<GraphBlasBaseline<double>>(o);
 }

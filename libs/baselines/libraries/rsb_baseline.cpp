@@ -47,7 +47,7 @@ class RsbBaseline : public Baseline {
     const auto start = std::chrono::steady_clock::now();
     const CooTensor& t = *o_.sparse;
     std::vector<V> values(t.nnz());
-    for (int64_t e = 0; e < t.nnz(); ++e) values[e] = static_cast<V>(t.values[e]);
+    for (int64_t e = 0; e < t.nnz(); ++e) values[e] = FromParts<V>({t.values[e], t.Imag(e)});
     SetThreads(o_.threads);
     rsb_err_t error = RSB_ERR_NO_ERROR;
     mtx_ = rsb_mtx_alloc_from_coo_const(
@@ -58,7 +58,7 @@ class RsbBaseline : public Baseline {
     rhs_ = o_.kernel == "spmm" ? o_.sizes.at("j") : 1;
     const ValueBuffer& dense = (*o_.inputs)[2];
     b_.resize(dense.size());
-    for (int64_t k = 0; k < dense.size(); ++k) b_[k] = static_cast<V>(dense.Get(k));
+    for (int64_t k = 0; k < dense.size(); ++k) b_[k] = FromParts<V>(dense.GetComplex(k));
     c_.assign(t.dims[0] * rhs_, V(0));
     if (tuned_) {
       rsb_int_t tuned_threads = 0;
@@ -90,12 +90,16 @@ class RsbBaseline : public Baseline {
 
   ValueBuffer Output() override {
     ValueBuffer out(o_.dtype, static_cast<int64_t>(c_.size()));
-    for (size_t k = 0; k < c_.size(); ++k) out.Set(static_cast<int64_t>(k), c_[k]);
+    for (size_t k = 0; k < c_.size(); ++k)
+      out.SetComplex(static_cast<int64_t>(k), ToComplex(c_[k]));
     return out;
   }
 
  private:
+  // std::complex has the layout of C's _Complex, which librsb's complex types take.
   static rsb_type_t Type() {
+    if constexpr (std::is_same_v<V, std::complex<float>>) return RSB_NUMERICAL_TYPE_FLOAT_COMPLEX;
+    if constexpr (std::is_same_v<V, std::complex<double>>) return RSB_NUMERICAL_TYPE_DOUBLE_COMPLEX;
     return sizeof(V) == 4 ? RSB_NUMERICAL_TYPE_FLOAT : RSB_NUMERICAL_TYPE_DOUBLE;
   }
   BaselineOperands o_;
@@ -110,7 +114,8 @@ class RsbBaseline : public Baseline {
 
 std::unique_ptr<Baseline> MakeRsbBaseline(const BaselineOperands& o, bool tuned) {
   if (o.kernel != "spmv" && o.kernel != "spmm") return nullptr;
-  if (IsComplex(o.dtype)) return nullptr;  // librsb's complex types are not wired up here
+  if (o.dtype == DType::kC64) return std::make_unique<RsbBaseline<std::complex<float>>>(o, tuned);
+  if (o.dtype == DType::kC128) return std::make_unique<RsbBaseline<std::complex<double>>>(o, tuned);
   if (o.dtype == DType::kF32) return std::make_unique<RsbBaseline<float>>(o, tuned);
   return std::make_unique<RsbBaseline<double>>(o, tuned);
 }
