@@ -1144,9 +1144,19 @@ class Emitter {
   }
 
   void EmitPlainBody(const NestNode& n, const std::string& header, const NestNode& child) {
+    // A complex sum with loop-invariant factors (SDDMM's nonzero) sums the varying products
+    // and multiplies the sum once: a complex product costs four multiplies.
+    const bool scale_after = complex_ && !n.parallel && hoisted_loop_ == &n &&
+                             child.kind == NestNode::Kind::kCompute && child.accumulator >= 0 &&
+                             accumulator_suffix_.empty();
+    const std::string acc = "acc" + std::to_string(child.accumulator);
+    if (scale_after) {
+      complex_sum_ = acc + "_sum";
+      Line("value_t " + complex_sum_ + " = 0;");
+    }
     if (!n.parallel && n.simd) {
       Line(child.accumulator >= 0
-               ? "#pragma omp simd reduction(+:acc" + std::to_string(child.accumulator) + ")"
+               ? "#pragma omp simd reduction(+:" + (scale_after ? complex_sum_ : acc) + ")"
                : "#pragma omp simd");
     }
     Line(header);
@@ -1155,6 +1165,10 @@ class Emitter {
     EmitNode(child);
     --depth_;
     Line("}");
+    if (scale_after) {
+      Line(acc + " += " + hoisted_ + " * " + complex_sum_ + ";");
+      complex_sum_.clear();
+    }
   }
 
   // Opens the parallel region of loop n and replaces `header` by this thread's share.
@@ -1648,6 +1662,14 @@ class Emitter {
   void EmitCompute(const NestNode& n) {
     std::string rhs;
     const bool hoisted = hoisted_loop_ && hoisted_loop_->children[0].get() == &n;
+    if (hoisted && !complex_sum_.empty() && n.accumulator >= 0) {
+      // The invariant factors multiply the sum after the loop (EmitPlainBody).
+      for (const auto& f : n.factors) {
+        if (VariesWith(f, *hoisted_loop_)) rhs += (rhs.empty() ? "" : " * ") + Address(f);
+      }
+      Line(complex_sum_ + " += " + rhs + ";");
+      return;
+    }
     if (hoisted) rhs = hoisted_;
     for (const auto& f : n.factors) {
       if (hoisted && !VariesWith(f, *hoisted_loop_)) continue;
@@ -1679,8 +1701,9 @@ class Emitter {
   const NestNode* jam_ = nullptr;        // the compressed loop being unrolled and jammed
   std::string jam_suffix_;               // the jammed copy being emitted ("" outside)
   int vector_reductions_ = 0;
-  bool complex_ = false;                    // value_t is std::complex
-  std::string tile_target_;                 // the tile element a gathering compute adds into
+  bool complex_ = false;     // value_t is std::complex
+  std::string complex_sum_;  // the sum a complex compute adds into before scaling ("": none)
+  std::string tile_target_;  // the tile element a gathering compute adds into
   const NestNode* hoisted_loop_ = nullptr;  // innermost loop whose invariant factors were hoisted
   std::string hoisted_;
   int hoisted_count_ = 0;
