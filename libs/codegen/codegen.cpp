@@ -622,6 +622,13 @@ class Emitter {
     Line("template <class V> static inline V st_cscale(value_t a, V b) {");
     Line("  return a.real() * b + st_real_lanes_negative(a.imag() * st_swap_pairs(b));");
     Line("}");
+    Line("template <class V> static inline value_t st_csum(V v) {");
+    Line("  value_t s = 0;");
+    Line(
+        "  for (int l = 0; l < (int)(sizeof(V) / sizeof(v[0])); l += 2) s += value_t(v[l], v[l + "
+        "1]);");
+    Line("  return s;");
+    Line("}");
   }
 
   static int CountOutputWrites(const NestNode& n) {
@@ -741,9 +748,7 @@ class Emitter {
     }
   }
 
-  // Complex values keep scalar loops: GCC's vector types hold real elements only.
   bool HasVectorReduction(const NestNode& n) const {
-    if (complex_) return false;
     if (n.kind == NestNode::Kind::kLoop && n.vector_reduction) return true;
     for (const auto& c : n.children) {
       if (HasVectorReduction(*c)) return true;
@@ -1089,7 +1094,7 @@ class Emitter {
       Line("}");
       return;
     }
-    if (n.vector_reduction && !n.parallel && !complex_) {
+    if (n.vector_reduction && !n.parallel) {
       const NestNode& compute = *n.children[0];
       EmitVectorReduction(
           n, {{"acc" + std::to_string(compute.accumulator) + accumulator_suffix_, jam_suffix_}});
@@ -1128,11 +1133,8 @@ class Emitter {
     } else if (!n.parallel && n.group > 1 && n.loop_kind == LoopKind::kLevelC) {
       EmitGroupedLoop(n, hi);
     } else if (!n.parallel && n.unroll > 1 && n.loop_kind == LoopKind::kLevelC &&
-               child.kind == NestNode::Kind::kReduce && !complex_) {
+               child.kind == NestNode::Kind::kReduce) {
       EmitJammedLoop(n, hi);
-    } else if (n.unroll > 1 && child.kind == NestNode::Kind::kReduce && complex_) {
-      // The jam's sums are vector reductions; complex values take the plain loop below.
-      EmitPlainBody(n, header, child);
     } else if (!n.parallel && n.unroll > 1 && compressed) {
       EmitUnrolledReduction(n, hi, n.unroll, /*remainder=*/true);
     } else {
@@ -1144,19 +1146,21 @@ class Emitter {
   }
 
   void EmitPlainBody(const NestNode& n, const std::string& header, const NestNode& child) {
-    // A complex sum with loop-invariant factors (SDDMM's nonzero) sums the varying products
-    // and multiplies the sum once: a complex product costs four multiplies.
-    const bool scale_after = complex_ && !n.parallel && hoisted_loop_ == &n &&
-                             child.kind == NestNode::Kind::kCompute && child.accumulator >= 0 &&
-                             accumulator_suffix_.empty();
+    // A complex sum over a loop sums real and imaginary parts apart (reductions of real
+    // values vectorize; OpenMP's declared complex one does not), and loop-invariant factors
+    // (SDDMM's nonzero) multiply the sum once: a complex product costs four multiplies.
+    const bool split_sum = complex_ && !n.parallel && child.kind == NestNode::Kind::kCompute &&
+                           child.accumulator >= 0 && accumulator_suffix_.empty();
     const std::string acc = "acc" + std::to_string(child.accumulator);
-    if (scale_after) {
+    if (split_sum) {
       complex_sum_ = acc + "_sum";
-      Line("value_t " + complex_sum_ + " = 0;");
+      const std::string part = DTypeScalarCName(dtype_);
+      Line(part + " " + complex_sum_ + "_re = 0, " + complex_sum_ + "_im = 0;");
     }
     if (!n.parallel && n.simd) {
       Line(child.accumulator >= 0
-               ? "#pragma omp simd reduction(+:" + (scale_after ? complex_sum_ : acc) + ")"
+               ? "#pragma omp simd reduction(+:" +
+                     (split_sum ? complex_sum_ + "_re, " + complex_sum_ + "_im" : acc) + ")"
                : "#pragma omp simd");
     }
     Line(header);
@@ -1165,8 +1169,9 @@ class Emitter {
     EmitNode(child);
     --depth_;
     Line("}");
-    if (scale_after) {
-      Line(acc + " += " + hoisted_ + " * " + complex_sum_ + ";");
+    if (split_sum) {
+      const std::string sum = "value_t(" + complex_sum_ + "_re, " + complex_sum_ + "_im)";
+      Line(acc + " += " + (hoisted_loop_ == &n ? hoisted_ + " * " + sum : sum) + ";");
       complex_sum_.clear();
     }
   }
@@ -1485,12 +1490,17 @@ class Emitter {
       emit();
       jam_suffix_ = saved;
     };
+    // Complex vectors hold interleaved parts: they multiply through st_cmul.
     auto product = [&](bool vector) {
       std::string out;
       for (const auto& f : compute.factors) {
         if (!VariesWith(f, n)) continue;
-        out +=
-            (out.empty() ? "" : " * ") + (vector ? "*(const st_vec*)&" + Address(f) : Address(f));
+        const std::string factor = vector ? "*(const st_vec*)&" + Address(f) : Address(f);
+        if (out.empty()) {
+          out = factor;
+        } else {
+          out = vector && complex_ ? "st_cmul(" + out + ", " + factor + ")" : out + " * " + factor;
+        }
       }
       return out;
     };
@@ -1546,8 +1556,8 @@ class Emitter {
         }
         std::string sum = partial(c, 0);
         for (int w = 1; w < ways; ++w) sum += " + " + partial(c, w);
-        Line(copies[c].accumulator + " += " + invariant + "(st_sum(" + sum + ") + tail" + id + "_" +
-             std::to_string(c) + ");");
+        Line(copies[c].accumulator + " += " + invariant + (complex_ ? "(st_csum(" : "(st_sum(") +
+             sum + ") + tail" + id + "_" + std::to_string(c) + ");");
       });
     }
     --depth_;
@@ -1662,12 +1672,17 @@ class Emitter {
   void EmitCompute(const NestNode& n) {
     std::string rhs;
     const bool hoisted = hoisted_loop_ && hoisted_loop_->children[0].get() == &n;
-    if (hoisted && !complex_sum_.empty() && n.accumulator >= 0) {
-      // The invariant factors multiply the sum after the loop (EmitPlainBody).
+    if (!complex_sum_.empty() && n.accumulator >= 0) {
+      // Into the parts' sums; invariant factors multiply them after the loop (EmitPlainBody).
       for (const auto& f : n.factors) {
-        if (VariesWith(f, *hoisted_loop_)) rhs += (rhs.empty() ? "" : " * ") + Address(f);
+        if (!hoisted || VariesWith(f, *hoisted_loop_))
+          rhs += (rhs.empty() ? "" : " * ") + Address(f);
       }
-      Line(complex_sum_ + " += " + rhs + ";");
+      Line("{");
+      Line("  const value_t term = " + rhs + ";");
+      Line("  " + complex_sum_ + "_re += term.real();");
+      Line("  " + complex_sum_ + "_im += term.imag();");
+      Line("}");
       return;
     }
     if (hoisted) rhs = hoisted_;

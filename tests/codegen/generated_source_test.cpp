@@ -292,14 +292,22 @@ TEST_F(GeneratedKernels, ComplexValuesTileInVectorsOfPartsAndSplitAtomics) {
   KernelRunner& c128 = Runner("spmv", matrix_, {}, DType::kC128);
   const std::string atomic = CompiledAndVerified(c128, columns);
   EXPECT_TRUE(Has(atomic, "st_atomic_add(&T0[i0], "));
-  // SDDMM's nonzero multiplies the complex dot product once, not every term.
+  // SDDMM's complex dot product over C(k,j) as given (strided): real and imaginary parts summed
+  // apart by OpenMP, and the nonzero multiplies the sum once.
   const Schedule dot = Parse({{"loop_order", {"i", "j", "k"}},
                               {"format", {"i:U", "j:C"}},
                               {"parallel", {{"index", "i"}, {"chunk", 4}}}});
   KernelRunner& sddmm = Runner("sddmm", matrix_, {{"k", 24}}, DType::kC64);
   const std::string scaled = CompiledAndVerified(sddmm, dot);
-  EXPECT_TRUE(Has(scaled, "#pragma omp simd reduction(+:acc0_sum)"));
-  EXPECT_TRUE(Has(scaled, "acc0 += inv0 * acc0_sum;"));
+  EXPECT_TRUE(Has(scaled, "#pragma omp simd reduction(+:acc0_sum_re, acc0_sum_im)"));
+  EXPECT_TRUE(Has(scaled, "acc0 += inv0 * value_t(acc0_sum_re, acc0_sum_im);"));
+  // Over C transposed (contiguous): vector partial sums of interleaved parts (st_cmul),
+  // reduced by st_csum.
+  Schedule transposed = dot;
+  transposed.transposed = {"C"};
+  const std::string vector = CompiledAndVerified(sddmm, transposed);
+  EXPECT_TRUE(Has(vector, " += st_cmul(*(const st_vec*)&"));
+  EXPECT_TRUE(Has(vector, "(st_csum("));
   EXPECT_TRUE(Lacks(atomic, "#pragma omp atomic\n      T0"));
 }
 
