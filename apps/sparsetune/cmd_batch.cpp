@@ -51,7 +51,7 @@ std::string DescribeRow(const BatchRow& row) {
     case BatchStatus::kFromDb:
       std::snprintf(text, sizeof text, "%s %s, %.2fx FixedCSR", BatchStatusName(row.status),
                     FormatMs(row.winner_ms).c_str(), row.speedup);
-      return row.name + ": " + text;
+      return row.name + ": " + text + (row.message.empty() ? "" : " (" + row.message + ")");
     case BatchStatus::kFailed:
       return row.name + ": failed: " + row.message;
     case BatchStatus::kMissing:

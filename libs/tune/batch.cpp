@@ -376,6 +376,8 @@ BatchReport RunBatch(const BatchRequest& request, const BatchProgress& progress)
         row.winner_ms = result.winner_ms;
         row.fixed_csr_ms = result.fixed_csr_ms;
         row.speedup = result.speedup_vs_fixed_csr();
+        for (const auto& warning : result.input_warnings)
+          row.message += (row.message.empty() ? "" : "; ") + warning;
         if (const auto matrix = db->FindMatrix(result.fingerprint)) row.nnz = matrix->nnz;
       } catch (const InputError& e) {
         row.status = BatchStatus::kFailed;

@@ -102,7 +102,7 @@ struct BatchRow {
   double fixed_csr_ms = 0;
   double speedup = 0;
   double tune_ms = 0;
-  std::string message;          // the failure's or the absence's cause
+  std::string message;          // the failure's or the absence's cause; a tuned row's warnings
   bool internal_error = false;  // a failure of sparsetune rather than of the input
 
   nlohmann::json ToJson() const;

@@ -67,6 +67,14 @@ TEST(Complex, TuneQueryEmitAndBenchWithComplexValues) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("f32 kernels use the real parts"), std::string::npos) << r.err;
 
+  // batch says so too, on the matrix's line.
+  r = RunCli({"batch", dir.path(), "--kernel", "spmv", "--db", dir.File("b.db"), "--no-model",
+              "--samples", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("z: tuned"), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("f32 kernels use the real parts"), std::string::npos)
+      << r.out << r.err;
+
   // The emitted kernel declares complex values for C++ and C alike.
   const std::string emitted = dir.path() + "/emitted";
   r = RunCli(
