@@ -1033,30 +1033,13 @@ class Emitter {
     Line("{");
     ++depth_;
     HoistInvariantFactors(n);
-    std::string product = hoisted_loop_ == &n ? hoisted_ : "";
+    const std::string invariant = hoisted_loop_ == &n ? hoisted_ : "";
     OpenTileVectorLoop(tile);
-    if (complex_) {
-      // Vectors of interleaved parts multiply through st_cmul; the invariant factors' product
-      // (a complex scalar) scales the result.
-      std::string vectors;
-      for (const auto& f : compute.factors) {
-        if (!VariesWith(f, n)) continue;
-        const std::string v = std::string("*(const ") + tile.vec + "*)&" + Address(f);
-        vectors = vectors.empty() ? v : "st_cmul(" + vectors + ", " + v + ")";
-      }
-      product = product.empty() ? vectors : "st_cscale(" + product + ", " + vectors + ")";
-      Line(tile.At("g") + " += " + product + ";");
-      CloseLoop();
-      hoisted_loop_ = nullptr;
-      --depth_;
-      Line("}");
-      return;
-    }
-    for (const auto& f : compute.factors) {
-      if (!VariesWith(f, n)) continue;
-      product +=
-          (product.empty() ? "" : " * ") + std::string("*(const ") + tile.vec + "*)&" + Address(f);
-    }
+    const std::string vectors = VaryingProduct(compute, n, tile.vec);
+    // The invariant factors' product is a scalar: it scales complex vectors through st_cscale.
+    const std::string product = invariant.empty() ? vectors
+                                : complex_        ? "st_cscale(" + invariant + ", " + vectors + ")"
+                                                  : invariant + " * " + vectors;
     Line(tile.At("g") + " += " + product + ";");
     CloseLoop();
     hoisted_loop_ = nullptr;
@@ -1490,20 +1473,7 @@ class Emitter {
       emit();
       jam_suffix_ = saved;
     };
-    // Complex vectors hold interleaved parts: they multiply through st_cmul.
-    auto product = [&](bool vector) {
-      std::string out;
-      for (const auto& f : compute.factors) {
-        if (!VariesWith(f, n)) continue;
-        const std::string factor = vector ? "*(const st_vec*)&" + Address(f) : Address(f);
-        if (out.empty()) {
-          out = factor;
-        } else {
-          out = vector && complex_ ? "st_cmul(" + out + ", " + factor + ")" : out + " * " + factor;
-        }
-      }
-      return out;
-    };
+    auto product = [&](bool vector) { return VaryingProduct(compute, n, vector ? "st_vec" : ""); };
     auto partial = [&](size_t c, int w) {
       return "vs" + id + "_" + std::to_string(c) + "_" + std::to_string(w);
     };
@@ -1635,7 +1605,6 @@ class Emitter {
     Line("}");
   }
 
-  // Does a factor read a different element on each iteration of loop `n`?
   bool AnyFactorVariesWith(const NestNode& compute, const NestNode& n) const {
     for (const auto& f : compute.factors) {
       if (VariesWith(f, n)) return true;
@@ -1643,6 +1612,26 @@ class Emitter {
     return false;
   }
 
+  // The product of the compute's factors that vary with loop `n`, each read as a vector of type
+  // `vec` ("": as one element). Complex vectors hold interleaved parts: they multiply through
+  // st_cmul.
+  std::string VaryingProduct(const NestNode& compute, const NestNode& n,
+                             const std::string& vec) const {
+    std::string out;
+    for (const auto& f : compute.factors) {
+      if (!VariesWith(f, n)) continue;
+      const std::string factor = vec.empty() ? Address(f) : "*(const " + vec + "*)&" + Address(f);
+      if (out.empty()) {
+        out = factor;
+      } else {
+        out = !vec.empty() && complex_ ? "st_cmul(" + out + ", " + factor + ")"
+                                       : out + " * " + factor;
+      }
+    }
+    return out;
+  }
+
+  // Does a factor read a different element on each iteration of loop `n`?
   bool VariesWith(const NestAccess& a, const NestNode& n) const {
     if (a.tensor == e_.sparse) return n.level >= 0;  // its position advances with every level loop
     auto uses = [&](const std::string& index) {
