@@ -35,43 +35,6 @@ std::string DisturbanceOf(const std::vector<RunResult>& results) {
   return "";
 }
 
-// The second round: the best `count` verified schedules of the first, each renumbered by every
-// ordering that applies to this matrix, to be timed together with them.
-std::vector<TuneCandidate> OrderedVariants(const std::vector<TuneCandidate>& candidates,
-                                           const std::vector<RunResult>& results,
-                                           const CooTensor& tensor,
-                                           const std::vector<OrderingKind>& orderings,
-                                           size_t count) {
-  std::vector<OrderingKind> apply;
-  for (OrderingKind kind : orderings) {
-    if (kind == OrderingKind::kPartition && tensor.nnz() > kPartitionOrderingMaxNnz &&
-        orderings == DefaultOrderings())
-      continue;
-    if (OrderingRefusal(tensor, kind).empty()) apply.push_back(kind);
-  }
-  std::vector<size_t> ranked;
-  for (size_t c = 0; c < candidates.size(); ++c) {
-    if (results[c].ok() && candidates[c].schedule.ordering == OrderingKind::kNone)
-      ranked.push_back(c);
-  }
-  std::sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-    return results[a].time.median_ms < results[b].time.median_ms;
-  });
-  if (ranked.size() > count) ranked.resize(count);
-  std::vector<TuneCandidate> out;
-  if (apply.empty()) return out;
-  for (size_t c : ranked) {
-    AddDistinct(out, candidates[c]);
-    for (OrderingKind kind : apply) {
-      TuneCandidate variant = candidates[c];
-      variant.schedule.ordering = kind;
-      variant.source += std::string("+") + OrderingName(kind);
-      AddDistinct(out, std::move(variant));
-    }
-  }
-  return out;
-}
-
 // Tune's timing protocol: a longer warm-up and more repeats than a collection's.
 ContestOptions TuneContest(KernelRunner& runner, const TuneCandidate& fixed_csr,
                            const MeasuringOptions& options) {
@@ -94,35 +57,32 @@ ContestOptions TuneContest(KernelRunner& runner, const TuneCandidate& fixed_csr,
   return contest;
 }
 
-// Round two: orderings of the best schedules, timed together with them. Its times replace the
-// first round's for the schedules it measures again, so the winner is chosen among times taken
-// side by side.
-void MeasureOrderings(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
-                      const ContestObserver& observer, const MeasuringOptions& options,
-                      const TuneProgress& progress, Measured& m) {
-  const CooTensor& tensor = runner.sparse();
-  const std::vector<TuneCandidate> ordered =
-      tensor.order() == 2 ? OrderedVariants(m.candidates, m.results, tensor, options.orderings, 2)
-                          : std::vector<TuneCandidate>{};
-  if (ordered.size() <= 1) return;
-  if (progress.stage) progress.stage("ordering");
+// The final round (FinalRound). Its times replace the first round's for the schedules it
+// measures again, so the winner is chosen among times taken side by side.
+void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
+                       const ContestObserver& observer, const MeasuringOptions& options,
+                       const TuneProgress& progress, Measured& m) {
+  const std::vector<TuneCandidate> final_round =
+      FinalRound(m.candidates, m.results, runner.sparse(), options.orderings, 2);
+  if (final_round.size() <= 1) return;
+  if (progress.stage) progress.stage("final round");
   const auto start = std::chrono::steady_clock::now();
   std::vector<Schedule> second;
-  for (const auto& c : ordered) second.push_back(c.schedule);
+  for (const auto& c : final_round) second.push_back(c.schedule);
   ContestOptions round_two = contest;
   round_two.timed_in_full.clear();  // its indices were the first round's
   const std::vector<RunResult> again = MeasureTogether(runner, second, jit, round_two, observer);
-  for (size_t o = 0; o < ordered.size(); ++o) {
+  for (size_t o = 0; o < final_round.size(); ++o) {
     auto same = std::find_if(m.candidates.begin(), m.candidates.end(),
-                             [&](const TuneCandidate& c) { return c.json == ordered[o].json; });
+                             [&](const TuneCandidate& c) { return c.json == final_round[o].json; });
     if (same != m.candidates.end()) {
       m.results[same - m.candidates.begin()] = again[o];
     } else {
-      m.candidates.push_back(ordered[o]);
+      m.candidates.push_back(final_round[o]);
       m.results.insert(m.results.end() - 1, again[o]);  // the FixedCSR repeat stays last
     }
   }
-  m.stage_ms["ordering"] = MsSince(start);
+  m.stage_ms["final"] = MsSince(start);
 }
 
 TuneCandidateResult LineOf(const TuneCandidate& candidate, const RunResult& r) {
@@ -140,6 +100,45 @@ TuneCandidateResult LineOf(const TuneCandidate& candidate, const RunResult& r) {
 }
 
 }  // namespace
+
+std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidates,
+                                      const std::vector<RunResult>& results,
+                                      const CooTensor& tensor,
+                                      const std::vector<OrderingKind>& orderings, size_t count) {
+  std::vector<OrderingKind> apply;
+  if (tensor.order() == 2) {
+    for (OrderingKind kind : orderings) {
+      if (kind == OrderingKind::kPartition && tensor.nnz() > kPartitionOrderingMaxNnz &&
+          orderings == DefaultOrderings())
+        continue;
+      if (OrderingRefusal(tensor, kind).empty()) apply.push_back(kind);
+    }
+  }
+  std::vector<size_t> ranked;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    if (results[c].ok()) ranked.push_back(c);
+  }
+  std::sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+    return results[a].time.median_ms < results[b].time.median_ms;
+  });
+  std::vector<TuneCandidate> out;
+  size_t unordered = 0;
+  for (size_t rank = 0; rank < ranked.size(); ++rank) {
+    const TuneCandidate& candidate = candidates[ranked[rank]];
+    const bool renumber = candidate.schedule.ordering == OrderingKind::kNone && unordered < count;
+    if (rank >= count && !renumber) continue;
+    AddDistinct(out, candidate);
+    if (!renumber) continue;
+    ++unordered;
+    for (OrderingKind kind : apply) {
+      TuneCandidate variant = candidate;
+      variant.schedule.ordering = kind;
+      variant.source += std::string("+") + OrderingName(kind);
+      AddDistinct(out, std::move(variant));
+    }
+  }
+  return out;
+}
 
 std::string TwinDisagreement(const RunResult& first, const RunResult& second, double relative_limit,
                              double excess_ms) {
@@ -210,7 +209,7 @@ Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor
                            m.disturbance + ", after measuring " + std::to_string(m.attempts) +
                            " times): nothing was stored; tune again on a quiet machine, or "
                            "store it anyway with --on-busy store");
-  MeasureOrderings(runner, jit, contest, observer, options, progress, m);
+  MeasureFinalRound(runner, jit, contest, observer, options, progress, m);
   for (size_t c = 0; c < m.candidates.size(); ++c)
     m.lines.push_back(LineOf(m.candidates[c], m.results[c]));
   return m;

@@ -1,6 +1,7 @@
 // A tune's measuring: every candidate packed, compiled, verified and timed side by side (with
 // FixedCSR twice, whose two timings show the run's noise), measured again while the machine
-// looked busy, then the best schedules timed again with each ordering of rows and columns.
+// looked busy, then the best schedules timed again beside the best unordered ones renumbered
+// by each ordering of rows and columns.
 #pragma once
 
 #include <cstdint>
@@ -43,10 +44,20 @@ struct TuneProgress {
 // Orderings beyond this many nonzeros are not computed by default for the partition ordering.
 constexpr int64_t kPartitionOrderingMaxNnz = 4000000;
 
-// Orderings tried on the best schedules of the first round, in a second round timed with
+// Orderings tried on the best schedules of the first round, in the final round timed with
 // them: degree and RCM, and METIS partitions up to kPartitionOrderingMaxNnz nonzeros (Louvain
 // communities take minutes on large graphs: only when asked).
 std::vector<OrderingKind> DefaultOrderings();
+
+// The final round: the best `count` verified schedules of the first round as they are, and
+// the best `count` unordered ones renumbered by every ordering in `orderings` that applies to
+// `tensor` (a matrix), to be timed together. The first round's best time is the luckiest of
+// several close ones (a winner measured 6.5 ms there ran 5.1 ms in bench, where the one
+// stored instead ran 5.7 ms), so the winner is chosen from times taken again, side by side.
+std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidates,
+                                      const std::vector<RunResult>& results,
+                                      const CooTensor& tensor,
+                                      const std::vector<OrderingKind>& orderings, size_t count);
 
 struct MeasuringOptions {
   std::string path;      // the operand's file, for messages
@@ -74,14 +85,14 @@ struct TuneCandidateResult {
 };
 
 struct Measured {
-  // The candidates (FixedCSR first), the ordered variants of the second round after them.
+  // The candidates (FixedCSR first), the ordered variants of the final round after them.
   std::vector<TuneCandidate> candidates;
   // One per candidate, then FixedCSR's repeat.
   std::vector<RunResult> results;
   std::vector<TuneCandidateResult> lines;  // one per candidate, as the report shows them
   int attempts = 1;                        // how many times the first round was measured
   std::string disturbance;                 // why the times stayed disturbed ("" when they did not)
-  std::map<std::string, double> stage_ms;  // "measure", and "ordering" for the second round
+  std::map<std::string, double> stage_ms;  // "measure", and "final" for the final round
 };
 
 // Measures `candidates` (FixedCSR first) on `tensor`. Throws MachineBusyError when the times

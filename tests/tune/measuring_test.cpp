@@ -1,7 +1,8 @@
 // Two timings of identical code tell whether a contest's times can be trusted: tune and collect
-// measure FixedCSR twice and compare.
+// measure FixedCSR twice and compare. The final round re-times the best of the first.
 #include <gtest/gtest.h>
 
+#include "ir/kernels.hpp"
 #include "tune/measuring.hpp"
 
 namespace sparsetune {
@@ -31,6 +32,67 @@ TEST(Twins, ATwinThatDidNotRunSaysNothing) {
   RunResult failed = Timed(5.0);
   failed.status = RunStatus::kTimedOut;
   EXPECT_EQ(TwinDisagreement(Timed(1.0), failed, 0.10, 0.002), "");
+}
+
+
+// Eight SpMV library-rule schedules, the last one renumbered by degree, on a square matrix.
+std::vector<TuneCandidate> SpmvCandidates(CooTensor* matrix) {
+  const Expression spmv = KernelExpression("spmv");
+  std::vector<TuneCandidate> candidates =
+      LibraryRuleCandidates("spmv", spmv, {{"i", 64}, {"k", 64}});
+  EXPECT_GE(candidates.size(), 4u);
+  candidates.back().schedule.ordering = OrderingKind::kDegree;
+  candidates.back().json = candidates.back().schedule.CanonicalJson();
+  matrix->Reset({64, 64});
+  for (int32_t r = 0; r < 64; ++r) {
+    const int32_t coordinate[2] = {r, (r * 7) % 64};
+    matrix->Append(coordinate, 1.0);
+  }
+  return candidates;
+}
+
+TEST(FinalRound, RetimesTheBestAsTheyAreAndRenumbersTheBestUnordered) {
+  CooTensor matrix;
+  const std::vector<TuneCandidate> candidates = SpmvCandidates(&matrix);
+  const size_t n = candidates.size(), ordered = n - 1;
+  // The renumbered schedule was fastest, then candidate 2, then the others in order.
+  std::vector<RunResult> results;
+  for (size_t c = 0; c < n; ++c) results.push_back(Timed(10.0 + c));
+  results[ordered] = Timed(1.0);
+  results[2] = Timed(2.0);
+  results[0].status = RunStatus::kTimedOut;  // never among the best
+  const std::vector<TuneCandidate> final_round =
+      FinalRound(candidates, results, matrix, {OrderingKind::kDegree, OrderingKind::kRcm}, 2);
+  auto has = [&](const TuneCandidate& c, OrderingKind kind) {
+    Schedule s = c.schedule;
+    s.ordering = kind;
+    s.Canonicalize();
+    for (const auto& f : final_round) {
+      if (f.json == s.CanonicalJson()) return true;
+    }
+    return false;
+  };
+  // The two best as they are (one of them already ordered), and the two best unordered ones
+  // (candidates 2 and 1) renumbered by both orderings: 1 + 3 + 3.
+  EXPECT_TRUE(has(candidates[ordered], OrderingKind::kDegree));
+  for (size_t c : {size_t(2), size_t(1)}) {
+    EXPECT_TRUE(has(candidates[c], OrderingKind::kNone)) << c;
+    EXPECT_TRUE(has(candidates[c], OrderingKind::kDegree)) << c;
+    EXPECT_TRUE(has(candidates[c], OrderingKind::kRcm)) << c;
+  }
+  EXPECT_FALSE(has(candidates[0], OrderingKind::kNone));
+  EXPECT_FALSE(has(candidates[3], OrderingKind::kNone));
+  EXPECT_EQ(final_round.size(), 7u);
+}
+
+TEST(FinalRound, WithoutOrderingsTheBestAreStillTimedAgain) {
+  CooTensor matrix;
+  const std::vector<TuneCandidate> candidates = SpmvCandidates(&matrix);
+  std::vector<RunResult> results;
+  for (size_t c = 0; c < candidates.size(); ++c) results.push_back(Timed(10.0 - c));
+  const std::vector<TuneCandidate> final_round = FinalRound(candidates, results, matrix, {}, 2);
+  ASSERT_EQ(final_round.size(), 3u);  // the best two, and the best unordered (the second)
+  EXPECT_EQ(final_round[0].json, candidates.back().json);
 }
 
 }  // namespace
