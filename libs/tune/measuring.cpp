@@ -63,7 +63,7 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
                        const ContestObserver& observer, const MeasuringOptions& options,
                        const TuneProgress& progress, Measured& m) {
   const std::vector<TuneCandidate> final_round =
-      FinalRound(m.candidates, m.results, runner.sparse(), options.orderings, 2);
+      FinalRound(m.candidates, m.results, runner.sparse(), options.orderings, 3, 2);
   if (final_round.size() <= 1) return;
   if (progress.stage) progress.stage("final round");
   const auto start = std::chrono::steady_clock::now();
@@ -104,7 +104,8 @@ TuneCandidateResult LineOf(const TuneCandidate& candidate, const RunResult& r) {
 std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidates,
                                       const std::vector<RunResult>& results,
                                       const CooTensor& tensor,
-                                      const std::vector<OrderingKind>& orderings, size_t count) {
+                                      const std::vector<OrderingKind>& orderings, size_t best,
+                                      size_t renumbered) {
   std::vector<OrderingKind> apply;
   if (tensor.order() == 2) {
     for (OrderingKind kind : orderings) {
@@ -125,8 +126,9 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
   size_t unordered = 0;
   for (size_t rank = 0; rank < ranked.size(); ++rank) {
     const TuneCandidate& candidate = candidates[ranked[rank]];
-    const bool renumber = candidate.schedule.ordering == OrderingKind::kNone && unordered < count;
-    if (rank >= count && !renumber) continue;
+    const bool renumber =
+        candidate.schedule.ordering == OrderingKind::kNone && unordered < renumbered;
+    if (rank >= best && !renumber) continue;
     AddDistinct(out, candidate);
     if (!renumber) continue;
     ++unordered;

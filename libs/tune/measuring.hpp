@@ -49,15 +49,16 @@ constexpr int64_t kPartitionOrderingMaxNnz = 4000000;
 // communities take minutes on large graphs: only when asked).
 std::vector<OrderingKind> DefaultOrderings();
 
-// The final round: the best `count` verified schedules of the first round as they are, and
-// the best `count` unordered ones renumbered by every ordering in `orderings` that applies to
+// The final round: the `best` verified schedules of the first round as they are, and the
+// best `renumbered` unordered ones renumbered by every ordering in `orderings` that applies to
 // `tensor` (a matrix), to be timed together. The first round's best time is the luckiest of
 // several close ones (a winner measured 6.5 ms there ran 5.1 ms in bench, where the one
 // stored instead ran 5.7 ms), so the winner is chosen from times taken again, side by side.
 std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidates,
                                       const std::vector<RunResult>& results,
                                       const CooTensor& tensor,
-                                      const std::vector<OrderingKind>& orderings, size_t count);
+                                      const std::vector<OrderingKind>& orderings, size_t best,
+                                      size_t renumbered);
 
 struct MeasuringOptions {
   std::string path;      // the operand's file, for messages

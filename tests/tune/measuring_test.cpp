@@ -34,7 +34,6 @@ TEST(Twins, ATwinThatDidNotRunSaysNothing) {
   EXPECT_EQ(TwinDisagreement(Timed(1.0), failed, 0.10, 0.002), "");
 }
 
-
 // Eight SpMV library-rule schedules, the last one renumbered by degree, on a square matrix.
 std::vector<TuneCandidate> SpmvCandidates(CooTensor* matrix) {
   const Expression spmv = KernelExpression("spmv");
@@ -62,7 +61,7 @@ TEST(FinalRound, RetimesTheBestAsTheyAreAndRenumbersTheBestUnordered) {
   results[2] = Timed(2.0);
   results[0].status = RunStatus::kTimedOut;  // never among the best
   const std::vector<TuneCandidate> final_round =
-      FinalRound(candidates, results, matrix, {OrderingKind::kDegree, OrderingKind::kRcm}, 2);
+      FinalRound(candidates, results, matrix, {OrderingKind::kDegree, OrderingKind::kRcm}, 2, 2);
   auto has = [&](const TuneCandidate& c, OrderingKind kind) {
     Schedule s = c.schedule;
     s.ordering = kind;
@@ -90,8 +89,8 @@ TEST(FinalRound, WithoutOrderingsTheBestAreStillTimedAgain) {
   const std::vector<TuneCandidate> candidates = SpmvCandidates(&matrix);
   std::vector<RunResult> results;
   for (size_t c = 0; c < candidates.size(); ++c) results.push_back(Timed(10.0 - c));
-  const std::vector<TuneCandidate> final_round = FinalRound(candidates, results, matrix, {}, 2);
-  ASSERT_EQ(final_round.size(), 3u);  // the best two, and the best unordered (the second)
+  const std::vector<TuneCandidate> final_round = FinalRound(candidates, results, matrix, {}, 3, 1);
+  ASSERT_EQ(final_round.size(), 3u);  // the best three; the best unordered is among them
   EXPECT_EQ(final_round[0].json, candidates.back().json);
 }
 
