@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bulk_allocator.hpp"
 #include "base/errors.hpp"
 #include "base/threads.hpp"
 #include "baselines/baseline.hpp"
@@ -287,6 +288,8 @@ void PrepareScheduleContenders(const std::vector<NamedSchedule>& schedules, Kern
   prepared.reserve(schedules.size());
   for (const NamedSchedule& named : schedules) {
     progress.Step("preparing " + named.name);
+    // On fresh memory, as a caller's first preparation is, not on what the last one freed.
+    bulk_memory::ReleaseKept();
     RunOptions options;
     options.threads = named.as_stored && !threads_given ? -1 : threads;
     prepared.push_back(runner.Prepare(named.schedule, options));
@@ -324,6 +327,7 @@ void PrepareLibraryContenders(const std::vector<std::unique_ptr<Baseline>>& libr
     // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
     // its first call is the one verified.
     try {
+      bulk_memory::ReleaseKept();
       library->Prepare();
       library->Call();
       c->verified = Matches(library->Output(), ref, dtype, &c->message);

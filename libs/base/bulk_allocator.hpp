@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -21,6 +22,23 @@ namespace sparsetune {
 //   2.4 GB/s on a virtual machine), so arrays a kernel never reads go without (ScratchAllocator);
 // - smaller blocks are aligned to a cache line, so a kernel's vector loads of dense rows do not
 //   straddle two lines (glibc's 16-byte alignment made SpMM's B rows cost 1.2x their time).
+// Blocks of 2 MiB and more are kept when freed, up to a bound, for the next allocation of the
+// same size: tune and collect pack one matrix for dozens of schedules, and each pack's arrays
+// have the sizes of the last one's. Fresh memory is faulted in page by page (on a virtual
+// machine, 2 GB/s: two thirds of a large graph's tune was the kernel mapping and clearing
+// pages), kept memory is not.
+namespace bulk_memory {
+// A kept block of exactly `bytes` (a multiple of 2 MiB) from allocations `huge_pages` alike, or
+// nullptr.
+void* TakeKept(size_t bytes, bool huge_pages);
+// Keeps the block, or returns false when the bound is reached (the caller frees it).
+bool Keep(void* block, size_t bytes, bool huge_pages);
+// Frees every kept block: bench does so before timing each contender's preparation, so that
+// it is timed on fresh memory, as a caller's first preparation is.
+void ReleaseKept();
+int64_t KeptBytes();
+}  // namespace bulk_memory
+
 template <class T, bool kHugePages>
 class BasicBulkAllocator {
  public:
@@ -40,17 +58,20 @@ class BasicBulkAllocator {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePage) return static_cast<T*>(::operator new(bytes, kCacheLine));
     const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    if (void* kept = bulk_memory::TakeKept(rounded, kHugePages)) return static_cast<T*>(kept);
     void* p = nullptr;
     if (posix_memalign(&p, kHugePage, rounded) != 0) throw std::bad_alloc();
     if (kHugePages) madvise(p, rounded, MADV_HUGEPAGE);
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) {
-    if (n * sizeof(T) < kHugePage) {
+    const size_t bytes = n * sizeof(T);
+    if (bytes < kHugePage) {
       ::operator delete(p, kCacheLine);
-    } else {
-      std::free(p);
+      return;
     }
+    const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    if (!bulk_memory::Keep(p, rounded, kHugePages)) std::free(p);
   }
   template <class U, class... Args>
   void construct(U* p, Args&&... args) {

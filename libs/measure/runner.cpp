@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
+#include "base/bulk_allocator.hpp"
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "ir/footprint.hpp"
@@ -144,6 +146,31 @@ std::string KernelRunner::Source(const Schedule& input_schedule, const RunOption
     return "";
   }
   return GenerateKernelSource(*lowered.nest, dtype_, options.mode, packed->encodings());
+}
+
+bool KernelRunner::TimePreparationOnFreshMemory(const Schedule& input_schedule, double* ordering_ms,
+                                                double* pack_ms) {
+  Schedule schedule = input_schedule;
+  schedule.Canonicalize();
+  LowerOutcome lowered = Lower(expression_, schedule);
+  if (!lowered.nest) return false;
+  const StorageFormat& format = lowered.nest->storage;
+  PackOptions pack_options;
+  pack_options.narrow_coordinates = schedule.narrow_coordinates;
+  bulk_memory::ReleaseKept();
+  *ordering_ms = 0;
+  std::optional<CooTensor> renumbered;
+  if (format.ordering != OrderingKind::kNone) {
+    if (!OrderingRefusal(sparse_, format.ordering).empty()) return false;
+    const auto start = std::chrono::steady_clock::now();
+    renumbered = PermuteMatrix(sparse_, ComputeOrdering(sparse_, format.ordering));
+    *ordering_ms = MsSince(start);
+  }
+  const PackOutcome outcome =
+      Pack(renumbered ? *renumbered : sparse_, format, dtype_, pack_options);
+  if (!outcome.packed) return false;
+  *pack_ms = outcome.packed->pack_ms;
+  return true;
 }
 
 PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOptions& options) {

@@ -93,6 +93,11 @@ class KernelRunner {
   std::string Source(const Schedule& schedule, const RunOptions& options, std::string* error);
   // Everything but the timing (options.time is ignored).
   PreparedKernel Prepare(const Schedule& schedule, const RunOptions& options);
+  // Renumbers (when the schedule orders rows) and packs the operand for `schedule` once more,
+  // on fresh memory as a caller's first preparation runs (the packs before it keep their
+  // freed memory for the next: see bulk_memory), and gives the two times. False when the
+  // schedule does not lower or its format is refused.
+  bool TimePreparationOnFreshMemory(const Schedule& schedule, double* ordering_ms, double* pack_ms);
   // Prepare, then time it alone with TimeRepeated when options.time.
   RunResult Run(const Schedule& schedule, const RunOptions& options);
   // The dense inputs by tensor id (empty buffers for the output and the sparse operand): the

@@ -96,6 +96,9 @@ struct Measured {
   std::map<std::string, double> stage_ms;  // "measure", and "final" for the final round
 };
 
+// The verified candidate with the least median time (the winner), or -1.
+int FastestCandidate(const Measured& m);
+
 // Measures `candidates` (FixedCSR first) on `tensor`. Throws MachineBusyError when the times
 // stay disturbed under BusyPolicy::kFail.
 Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor,

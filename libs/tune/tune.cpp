@@ -111,11 +111,7 @@ const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const Tu
   const std::vector<TuneCandidate>& candidates = measured.candidates;
   const std::vector<RunResult>& results = measured.results;
   report.candidates.insert(report.candidates.end(), measured.lines.begin(), measured.lines.end());
-  int best = -1;
-  for (size_t c = 0; c < candidates.size(); ++c) {
-    if (results[c].ok() && (best < 0 || results[c].time.median_ms < results[best].time.median_ms))
-      best = static_cast<int>(c);
-  }
+  const int best = FastestCandidate(measured);
   // A wrong FixedCSR is a fault of this program: its results are kept, no winner is.
   const RunResult& fixed = results[0];
   const bool fixed_wrong = !fixed.ok() && fixed.status == RunStatus::kWrongResult;
