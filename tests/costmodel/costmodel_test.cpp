@@ -56,6 +56,26 @@ TEST(CostModel, RankingMetrics) {
   EXPECT_DOUBLE_EQ(m.median_pool, 4);
 }
 
+TEST(CostModel, FineTuningKeepsTheEpochWithTheBetterTopTenTrainingTheBetterTau) {
+  RankingMetrics kept, epoch;
+  kept.top10_regret = 1.05;
+  kept.kendall_tau = 0.70;
+  // Orders the whole pool better, its first ten worse.
+  epoch.top10_regret = 1.08;
+  epoch.kendall_tau = 0.78;
+  EXPECT_FALSE(RanksSelectionBetter(epoch, kept, /*by_top10=*/true));
+  EXPECT_TRUE(RanksSelectionBetter(epoch, kept, /*by_top10=*/false));
+  // The same top ten: tau decides.
+  epoch.top10_regret = 1.05;
+  EXPECT_TRUE(RanksSelectionBetter(epoch, kept, true));
+  epoch.kendall_tau = 0.60;
+  EXPECT_FALSE(RanksSelectionBetter(epoch, kept, true));
+  // A better top ten wins over a worse tau.
+  epoch.top10_regret = 1.01;
+  EXPECT_TRUE(RanksSelectionBetter(epoch, kept, true));
+  EXPECT_FALSE(RanksSelectionBetter(epoch, kept, false));
+}
+
 TEST(CostModel, RandomRankingBaselineIsTheExactExpectationOverEveryTop10) {
   // Twelve schedules: the baseline is the mean over all C(12, 10) = 66 equally likely top-10
   // sets of a random ranking, which this enumerates.

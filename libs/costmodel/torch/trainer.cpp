@@ -135,8 +135,8 @@ class SummaryEncoder : public MatrixEncoder {
 };
 
 struct Fitted {
-  RankingMetrics best;  // validation metrics of the kept epoch
-  double best_selection_tau = 0;
+  RankingMetrics best;            // validation metrics of the kept epoch
+  RankingMetrics best_selection;  // the kept epoch's ranking of the selection patterns
   int best_epoch = -1;
   nlohmann::json epochs = nlohmann::json::array();
   double seconds = 0;
@@ -164,10 +164,10 @@ RankingMetrics Validate(MatrixEncoder& encoder, ScheduleEmbedder& embedder, Head
   return EvaluateRanking(ranked);
 }
 
-// Trains encoder, embedder and head together; keeps the epoch with the best Kendall tau on
-// the selection patterns (written through `save`) and reports the validation metrics of that
-// epoch, so that validation never chooses anything. `start`, when its best_epoch is 0, is the
-// starting model's account: an epoch is kept only when it ranks the selection better.
+// Trains encoder, embedder and head together; keeps the epoch that ranks the selection
+// patterns best (RanksSelectionBetter; written through `save`) and reports the validation metrics
+// of that epoch, so that validation never chooses anything. `start`, when its best_epoch is 0, is
+// the starting model's account: an epoch is kept only when it ranks the selection better.
 Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& embedder, Head& head,
            const std::vector<Example>& train, const std::vector<Example>& selection,
            const std::vector<Example>& validation, const TrainOptions& o,
@@ -225,9 +225,12 @@ Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& e
                     SecondsSince(epoch_start));
       o.log(text);
     }
-    if (fitted.best_epoch < 0 || chosen_by.kendall_tau > fitted.best_selection_tau) {
+    line["selection_top10_regret"] = chosen_by.top10_regret;
+    // Fine-tuning goes by the top ten (RanksSelectionBetter).
+    if (fitted.best_epoch < 0 ||
+        RanksSelectionBetter(chosen_by, fitted.best_selection, !o.init_dir.empty())) {
       fitted.best = v;
-      fitted.best_selection_tau = chosen_by.kendall_tau;
+      fitted.best_selection = chosen_by;
       fitted.best_epoch = epoch + 1;
       if (save) save();
     }
@@ -369,7 +372,7 @@ nlohmann::json FineTune(const TrainOptions& o, const TrainingSet& set) {
   Fitted before;
   before.best_epoch = 0;
   before.best = Validate(encoder, embedder, head, validation);
-  before.best_selection_tau = Validate(encoder, embedder, head, x.selection).kendall_tau;
+  before.best_selection = Validate(encoder, embedder, head, x.selection);
   const Fitted tuned = Fit(
       "calibration", encoder, embedder, head, x.train, x.selection, validation, o,
       [&] { SaveNetworks(dir.string(), encoder, embedder, head); }, before);
@@ -381,8 +384,10 @@ nlohmann::json FineTune(const TrainOptions& o, const TrainingSet& set) {
                          {"epochs", o.epochs},
                          {"best_epoch", tuned.best_epoch},
                          {"learning_rate", o.learning_rate},
-                         {"selection_tau_before", before.best_selection_tau},
-                         {"selection_tau_after", tuned.best_selection_tau}};
+                         {"selection_tau_before", before.best_selection.kendall_tau},
+                         {"selection_tau_after", tuned.best_selection.kendall_tau},
+                         {"selection_top10_regret_before", before.best_selection.top10_regret},
+                         {"selection_top10_regret_after", tuned.best_selection.top10_regret}};
   std::ofstream(dir / kModelManifest) << model.dump(2) << "\n";
 
   nlohmann::json metrics;
@@ -390,8 +395,10 @@ nlohmann::json FineTune(const TrainOptions& o, const TrainingSet& set) {
   metrics["calibration"] = {{"before", before.best.ToJson()},
                             {"after", tuned.best.ToJson()},
                             {"best_epoch", tuned.best_epoch},
-                            {"selection_tau_before", before.best_selection_tau},
-                            {"selection_tau_after", tuned.best_selection_tau},
+                            {"selection_tau_before", before.best_selection.kendall_tau},
+                            {"selection_tau_after", tuned.best_selection.kendall_tau},
+                            {"selection_top10_regret_before", before.best_selection.top10_regret},
+                            {"selection_top10_regret_after", tuned.best_selection.top10_regret},
                             {"judged_on", x.validation.empty() ? "selection" : "validation"},
                             {"training_patterns", set.train.size()},
                             {"selection_patterns", set.selection.size()},
