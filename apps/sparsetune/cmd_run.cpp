@@ -118,9 +118,12 @@ void RunRun(const RunCommandOptions& o, Context& context) {
   if (r.time.disturbed)
     std::printf("  machine    disturbed, the time is not to be trusted: %s (timed %d times)\n",
                 r.time.disturbance.c_str(), r.time.attempts);
-  if (r.ordering_ms > 0)
-    std::printf("  ordering   %s   (rows and columns renumbered before packing)\n",
-                FormatMs(r.ordering_ms).c_str());
+  if (r.ordering_ms > 0) {
+    const bool columns_too = schedule.ordering != OrderingKind::kRowDegree && tensor.order() == 2 &&
+                             tensor.dims[0] == tensor.dims[1];
+    std::printf("  ordering   %s   (rows%s renumbered before packing)\n",
+                FormatMs(r.ordering_ms).c_str(), columns_too ? " and columns" : "");
+  }
   std::printf("  pack       %s   compile %s%s\n", FormatMs(r.pack_ms).c_str(),
               FormatMs(r.compile_ms).c_str(), r.compile_cached ? " (cached)" : "");
   std::printf("  source     %s\n", r.source_path.c_str());

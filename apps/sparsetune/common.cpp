@@ -219,14 +219,15 @@ void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings) {
              const std::string name = text.substr(begin, end - begin);
              if (!ParseOrdering(name, &kind) || kind == OrderingKind::kNone)
                throw InputError("--orderings: unknown ordering '" + name +
-                                "' (auto, none, all, or a list of rcm, degree, partition, "
-                                "community)");
+                                "' (auto, none, all, or a list of rcm, degree, row-degree, "
+                                "partition, community)");
              orderings.push_back(kind);
              begin = end + 1;
            }
          },
-         "Row and column orderings tried on the best schedules (matrices): auto (degree, rcm, and "
-         "partition up to 4M nonzeros), none, all (also Louvain communities: slow on large "
+         "Row and column orderings tried on the best schedules (matrices): auto (degree, "
+         "row-degree, rcm, and partition up to 4M nonzeros), none, all (also Louvain communities: "
+         "slow on large "
          "graphs), or a list such as rcm,degree")
       ->default_str("auto");
 }

@@ -65,6 +65,8 @@ const char* OrderingDescription(OrderingKind kind) {
       return "reverse Cuthill-McKee";
     case OrderingKind::kDegree:
       return "rows by decreasing nonzeros";
+    case OrderingKind::kRowDegree:
+      return "rows by decreasing nonzeros, columns as given";
     case OrderingKind::kPartition:
       return "METIS k-way parts of 4096 rows";
     case OrderingKind::kCommunity:
@@ -175,15 +177,17 @@ std::string OrderingParagraph(const EmittedKernel& k) {
   const std::string& name = k.name;
   std::string ordering;
   if (k.ordered()) {
+    const bool rows_only = k.ordering() == OrderingKind::kRowDegree;
     ordering =
         "Ordering. The tuned schedule renumbers the rows" +
-        std::string(k.ordering() == OrderingKind::kDegree
+        std::string(rows_only ? " (the columns keep the caller's numbering)"
+                    : k.ordering() == OrderingKind::kDegree
                         ? " (and, of a square matrix, the columns alike)"
                         : " and columns alike") +
         " by " + OrderingName(k.ordering()) + " (" + OrderingDescription(k.ordering()) +
         "), computed by the packer from the given pattern as tune computed it for the one it was "
         "tuned on" +
-        (k.ordering() == OrderingKind::kDegree
+        (k.ordering() == OrderingKind::kDegree || rows_only
              ? std::string()
              : " (a rectangular matrix keeps its order: this ordering is for square ones)") +
         ". " + name +

@@ -23,13 +23,13 @@ constexpr int64_t kRowsPerPart = 4096;
 
 using pattern_ordering::Adjacency;
 using pattern_ordering::Inverse;
-static_assert(pattern_ordering::kRcmOrdering == static_cast<int>(OrderingKind::kRcm) &&
-                  pattern_ordering::kDegreeOrdering == static_cast<int>(OrderingKind::kDegree) &&
-                  pattern_ordering::kPartitionOrdering ==
-                      static_cast<int>(OrderingKind::kPartition) &&
-                  pattern_ordering::kCommunityOrdering ==
-                      static_cast<int>(OrderingKind::kCommunity),
-              "pattern_ordering.hpp numbers the orderings as OrderingKind");
+static_assert(
+    pattern_ordering::kRcmOrdering == static_cast<int>(OrderingKind::kRcm) &&
+        pattern_ordering::kDegreeOrdering == static_cast<int>(OrderingKind::kDegree) &&
+        pattern_ordering::kPartitionOrdering == static_cast<int>(OrderingKind::kPartition) &&
+        pattern_ordering::kCommunityOrdering == static_cast<int>(OrderingKind::kCommunity) &&
+        pattern_ordering::kRowDegreeOrdering == static_cast<int>(OrderingKind::kRowDegree),
+    "pattern_ordering.hpp numbers the orderings as OrderingKind");
 
 std::vector<int32_t> MetisPartitions(const Adjacency& g) {
   idx_t n = static_cast<idx_t>(g.n);
@@ -121,11 +121,11 @@ std::string OrderingRefusal(const CooTensor& tensor, OrderingKind kind) {
     return std::string("the ") + OrderingName(kind) +
            " ordering is for matrices; this tensor has " + std::to_string(tensor.order()) +
            " modes";
-  if (tensor.dims[0] != tensor.dims[1] && kind != OrderingKind::kDegree)
+  if (!pattern_ordering::Applies(static_cast<int>(kind), tensor.dims[0], tensor.dims[1]))
     return std::string("the ") + OrderingName(kind) +
            " ordering permutes rows and columns alike and needs a square matrix; a " +
            std::to_string(tensor.dims[0]) + " x " + std::to_string(tensor.dims[1]) +
-           " matrix takes the row ordering \"degree\"";
+           " matrix takes the row orderings \"degree\" and \"row-degree\"";
   return "";
 }
 

@@ -25,6 +25,7 @@ constexpr int kRcmOrdering = 1;
 constexpr int kDegreeOrdering = 2;
 constexpr int kPartitionOrdering = 3;
 constexpr int kCommunityOrdering = 4;
+constexpr int kRowDegreeOrdering = 5;
 
 // The pattern of A + A^T without the diagonal, as CSR adjacency (each neighbour once, sorted).
 struct Adjacency {
@@ -157,9 +158,10 @@ inline std::vector<int32_t> ByDecreasingDegree(const std::vector<int64_t>& degre
 }
 
 // Whether `kind` applies to a rows x cols matrix: the symmetric orderings need a square one;
-// a rectangular one takes the row-only degree ordering.
+// a rectangular one takes the row-only degree orderings.
 inline bool Applies(int kind, int64_t rows, int64_t cols) {
-  return kind == kNoOrdering || kind == kDegreeOrdering || rows == cols;
+  return kind == kNoOrdering || kind == kDegreeOrdering || kind == kRowDegreeOrdering ||
+         rows == cols;
 }
 
 // The ordering `kind` of a rows x cols pattern given as nnz (row, column) pairs in any order:
@@ -176,6 +178,14 @@ bool OrderMatrix(int kind, int64_t rows, int64_t cols, int64_t nnz, const int32_
   new_cols->clear();
   if (kind == kNoOrdering) return true;
   const bool square = rows == cols;
+  if (kind == kRowDegreeOrdering) {
+    // The rows by their own nonzeros; the columns keep their numbering, so the kernel reads
+    // its dense inputs where the caller put them.
+    std::vector<int64_t> degree(rows, 0);
+    for (int64_t e = 0; e < nnz; ++e) ++degree[r[e]];
+    *new_rows = ByDecreasingDegree(degree);
+    return true;
+  }
   if (kind == kDegreeOrdering) {
     std::vector<int64_t> degree(rows, 0);
     for (int64_t e = 0; e < nnz; ++e) {

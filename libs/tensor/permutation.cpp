@@ -16,13 +16,16 @@ const char* OrderingName(OrderingKind kind) {
       return "partition";
     case OrderingKind::kCommunity:
       return "community";
+    case OrderingKind::kRowDegree:
+      return "row-degree";
   }
   return "none";
 }
 
 bool ParseOrdering(const std::string& name, OrderingKind* kind) {
-  for (OrderingKind k : {OrderingKind::kNone, OrderingKind::kRcm, OrderingKind::kDegree,
-                         OrderingKind::kPartition, OrderingKind::kCommunity}) {
+  for (OrderingKind k :
+       {OrderingKind::kNone, OrderingKind::kRcm, OrderingKind::kDegree, OrderingKind::kPartition,
+        OrderingKind::kCommunity, OrderingKind::kRowDegree}) {
     if (name == OrderingName(k)) {
       *kind = k;
       return true;
@@ -33,7 +36,8 @@ bool ParseOrdering(const std::string& name, OrderingKind* kind) {
 
 const std::vector<OrderingKind>& AllOrderings() {
   static const std::vector<OrderingKind> all = {OrderingKind::kRcm, OrderingKind::kDegree,
-                                                OrderingKind::kPartition, OrderingKind::kCommunity};
+                                                OrderingKind::kRowDegree, OrderingKind::kPartition,
+                                                OrderingKind::kCommunity};
   return all;
 }
 

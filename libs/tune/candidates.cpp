@@ -100,16 +100,19 @@ void SpmvRules(const Sizes& sizes, int64_t value_bytes, std::vector<nlohmann::js
                          {"parallel", Balanced("i1")},
                          {"narrow_coordinates", true}});
   }
-  // SELL-C-sigma with rows sorted by length (a degree ordering, symmetric on square
-  // matrices): slices of similar rows pad little, and on graphs the hubs' entries of x sit
-  // together; unsorted, the slices of a power-law matrix are mostly padding.
+  // SELL-C-sigma with rows sorted by length: slices of similar rows pad little (unsorted, the
+  // slices of a power-law matrix are mostly padding). Sorted alone (row-degree), the columns
+  // keep the locality of their numbering and x is read where the caller put it; sorted with the
+  // columns alike (degree), the hubs' entries of x sit together but x is permuted every call.
   if (sizes.at("i") >= 4096) {
-    schedules.push_back({{"splits", {{"i", 8}}},
-                         {"loop_order", {"i1", "k", "i0"}},
-                         {"format", {"i1:U", "k:S", "i0:U"}},
-                         {"parallel", Balanced("i1")},
-                         {"narrow_coordinates", true},
-                         {"ordering", "degree"}});
+    for (const char* ordering : {"row-degree", "degree"}) {
+      schedules.push_back({{"splits", {{"i", 8}}},
+                           {"loop_order", {"i1", "k", "i0"}},
+                           {"format", {"i1:U", "k:S", "i0:U"}},
+                           {"parallel", Balanced("i1")},
+                           {"narrow_coordinates", true},
+                           {"ordering", ordering}});
+    }
   }
 }
 

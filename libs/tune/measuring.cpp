@@ -178,7 +178,8 @@ std::string TwinDisagreement(const RunResult& first, const RunResult& second, do
 }
 
 std::vector<OrderingKind> DefaultOrderings() {
-  return {OrderingKind::kDegree, OrderingKind::kRcm, OrderingKind::kPartition};
+  return {OrderingKind::kDegree, OrderingKind::kRowDegree, OrderingKind::kRcm,
+          OrderingKind::kPartition};
 }
 
 BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what) {

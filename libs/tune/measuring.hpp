@@ -45,8 +45,9 @@ struct TuneProgress {
 constexpr int64_t kPartitionOrderingMaxNnz = 4000000;
 
 // Orderings tried on the best schedules of the first round, in the final round timed with
-// them: degree and RCM, and METIS partitions up to kPartitionOrderingMaxNnz nonzeros (Louvain
-// communities take minutes on large graphs: only when asked).
+// them: degree (symmetric and rows only) and RCM, and METIS partitions up to
+// kPartitionOrderingMaxNnz nonzeros (Louvain communities take minutes on large graphs: only when
+// asked).
 std::vector<OrderingKind> DefaultOrderings();
 
 // The final round: the `best` verified schedules of the first round as they are, and the

@@ -341,6 +341,18 @@ TEST(Emit, OrderedKernelsReproduceTheReferenceInBothOrders) {
        {[] {
          return testing::RandomSparse({50, 70}, 400, 3);
        }}},
+      // Rows only, on a square matrix: x stays in the caller's order.
+      {"row-degree",
+       "spmv",
+       ordered({{"loop_order", {"i1", "k", "i0"}},
+                {"format", {"i1:U", "k:S", "i0:U"}},
+                {"splits", {{"i", 8}}},
+                {"parallel", Parallel("i1", 4)},
+                {"narrow_coordinates", true}},
+               "row-degree"),
+       DType::kF32,
+       {},
+       Square},
       // A sparse output stays in the caller's order; its dense inputs are renumbered.
       {"rcm-sddmm",
        "sddmm",

@@ -96,14 +96,18 @@ TEST(Renumbering, KeepsEveryEntryOfShortAndLongRows) {
   EXPECT_EQ(renumbered.values, expected.values);
 }
 
-TEST(Ordering, EveryKindIsASymmetricPermutationAndReproducible) {
+TEST(Ordering, EveryKindIsAPermutationSymmetricButRowDegreeAndReproducible) {
   std::vector<int32_t> label;
   const CooTensor band = ScrambledBand(3000, &label);
   for (OrderingKind kind : AllOrderings()) {
     SCOPED_TRACE(OrderingName(kind));
     const MatrixOrdering o = ComputeOrdering(band, kind);
     EXPECT_TRUE(IsPermutation(o.rows, 3000));
-    EXPECT_EQ(o.cols, o.rows);  // square: columns follow rows
+    if (kind == OrderingKind::kRowDegree) {
+      EXPECT_TRUE(o.cols.empty());  // the columns keep their numbering
+    } else {
+      EXPECT_EQ(o.cols, o.rows);  // square: columns follow rows
+    }
     EXPECT_EQ(ComputeOrdering(band, kind).rows, o.rows);
     const CooTensor permuted = PermuteMatrix(band, o);
     EXPECT_TRUE(permuted.IsCanonical());
@@ -147,6 +151,30 @@ TEST(Ordering, DegreePutsTheBusiestRowsFirst) {
   EXPECT_EQ(o.rows[250], 0);
   EXPECT_TRUE(o.cols.empty());  // rectangular: rows only
   EXPECT_TRUE(IsPermutation(o.rows, 400));
+}
+
+TEST(Ordering, RowDegreeSortsTheRowsByTheirOwnNonzerosAndLeavesTheColumns) {
+  CooTensor t = testing::RandomSparse({300, 300}, 1500, 4);
+  // Row 17 full: the longest row. Column 200 full: a hub column, which the symmetric degree
+  // ordering would count for row 200 too, and row-degree does not.
+  for (int32_t k = 0; k < 300; ++k) {
+    const int32_t in_row[2] = {17, k};
+    const int32_t in_column[2] = {k, 200};
+    t.Append(in_row, 1.0);
+    t.Append(in_column, 1.0);
+  }
+  t.Canonicalize();
+  const MatrixOrdering o = ComputeOrdering(t, OrderingKind::kRowDegree);
+  EXPECT_EQ(o.rows[17], 0);
+  EXPECT_TRUE(o.cols.empty());  // square, and still the columns keep their numbering
+  ASSERT_TRUE(IsPermutation(o.rows, 300));
+  // Rows by decreasing nonzeros.
+  std::vector<int> length(300, 0);
+  for (int64_t e = 0; e < t.nnz(); ++e) ++length[o.rows[t.coords[0][e]]];
+  for (int r = 1; r < 300; ++r) ASSERT_GE(length[r - 1], length[r]) << r;
+  EXPECT_GT(o.rows[200], 1);                                          // not for its column
+  EXPECT_LE(ComputeOrdering(t, OrderingKind::kDegree).rows[200], 1);  // symmetric: near the top
+  EXPECT_EQ(OrderingRefusal(testing::RandomSparse({40, 90}, 300, 6), OrderingKind::kRowDegree), "");
 }
 
 TEST(Ordering, PartitionsAndCommunitiesGatherPlantedGroups) {
