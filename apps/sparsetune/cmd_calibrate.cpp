@@ -78,9 +78,11 @@ void PrintSummary(const CalibrationReport& r) {
                        : "no epoch ranked better than the starting model, which is kept");
   const nlohmann::json &before = c["before"], &after = c["after"];
   std::printf(
-      "  selection   %d calibration patterns kept out of the fine-tuning: top-10 regret %.3f -> "
-      "%.3f (what chooses the epoch), tau %.3f -> %.3f\n",
-      c["selection_patterns"].get<int>(), c["selection_top10_regret_before"].get<double>(),
+      "  selection   %d calibration patterns kept out of the fine-tuning (they choose the epoch): "
+      "top-1 regret %.3f -> %.3f, top-10 regret %.3f -> %.3f, tau %.3f -> %.3f\n",
+      c["selection_patterns"].get<int>(), c["selection_top1_regret_before"].get<double>(),
+      c["selection_top1_regret_after"].get<double>(),
+      c["selection_top10_regret_before"].get<double>(),
       c["selection_top10_regret_after"].get<double>(), c["selection_tau_before"].get<double>(),
       c["selection_tau_after"].get<double>());
   if (c["judged_on"] == "validation") {

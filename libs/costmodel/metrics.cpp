@@ -126,8 +126,9 @@ RankingMetrics EvaluateRanking(const std::vector<RankedMatrix>& matrices) {
   return m;
 }
 
-bool RanksSelectionBetter(const RankingMetrics& epoch, const RankingMetrics& kept, bool by_top10) {
-  if (by_top10 && epoch.top10_regret != kept.top10_regret)
+bool RanksSelectionBetter(const RankingMetrics& epoch, const RankingMetrics& kept, bool by_top) {
+  if (by_top && epoch.top1_regret != kept.top1_regret) return epoch.top1_regret < kept.top1_regret;
+  if (by_top && epoch.top10_regret != kept.top10_regret)
     return epoch.top10_regret < kept.top10_regret;
   return epoch.kendall_tau > kept.kendall_tau;
 }

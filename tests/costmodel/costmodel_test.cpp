@@ -56,24 +56,30 @@ TEST(CostModel, RankingMetrics) {
   EXPECT_DOUBLE_EQ(m.median_pool, 4);
 }
 
-TEST(CostModel, FineTuningKeepsTheEpochWithTheBetterTopTenTrainingTheBetterTau) {
+TEST(CostModel, FineTuningKeepsTheEpochWithTheBetterTopTrainingTheBetterTau) {
   RankingMetrics kept, epoch;
+  kept.top1_regret = epoch.top1_regret = 1.2;
   kept.top10_regret = 1.05;
   kept.kendall_tau = 0.70;
   // Orders the whole pool better, its first ten worse.
   epoch.top10_regret = 1.08;
   epoch.kendall_tau = 0.78;
-  EXPECT_FALSE(RanksSelectionBetter(epoch, kept, /*by_top10=*/true));
-  EXPECT_TRUE(RanksSelectionBetter(epoch, kept, /*by_top10=*/false));
-  // The same top ten: tau decides.
+  EXPECT_FALSE(RanksSelectionBetter(epoch, kept, /*by_top=*/true));
+  EXPECT_TRUE(RanksSelectionBetter(epoch, kept, /*by_top=*/false));
+  // The same top: tau decides.
   epoch.top10_regret = 1.05;
   EXPECT_TRUE(RanksSelectionBetter(epoch, kept, true));
   epoch.kendall_tau = 0.60;
   EXPECT_FALSE(RanksSelectionBetter(epoch, kept, true));
-  // A better top ten wins over a worse tau.
+  // A better top ten wins over a worse tau, and a better first choice over both.
   epoch.top10_regret = 1.01;
   EXPECT_TRUE(RanksSelectionBetter(epoch, kept, true));
   EXPECT_FALSE(RanksSelectionBetter(epoch, kept, false));
+  epoch.top1_regret = 1.3;
+  EXPECT_FALSE(RanksSelectionBetter(epoch, kept, true));
+  epoch.top10_regret = 1.2;
+  epoch.top1_regret = 1.1;
+  EXPECT_TRUE(RanksSelectionBetter(epoch, kept, true));
 }
 
 TEST(CostModel, RandomRankingBaselineIsTheExactExpectationOverEveryTop10) {

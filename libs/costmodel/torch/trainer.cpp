@@ -216,17 +216,18 @@ Fitted Fit(const std::string& label, MatrixEncoder& encoder, ScheduleEmbedder& e
     fitted.epochs.push_back(line);
     if (o.log) {
       char text[320];
-      std::snprintf(text, sizeof text,
-                    "train %s %s: epoch %d/%d loss %.4f | selection tau %.3f | validation "
-                    "pairwise %.3f tau %.3f top1 %.3f top10 %.3f within10%% %.2f | %.0fs",
-                    o.kernel.c_str(), label.c_str(), epoch + 1, o.epochs,
-                    line["loss"].get<double>(), chosen_by.kendall_tau, v.pairwise_accuracy,
-                    v.kendall_tau, v.top1_regret, v.top10_regret, v.top10_within_10pct,
-                    SecondsSince(epoch_start));
+      std::snprintf(
+          text, sizeof text,
+          "train %s %s: epoch %d/%d loss %.4f | selection tau %.3f top1 %.3f | validation "
+          "pairwise %.3f tau %.3f top1 %.3f top10 %.3f within10%% %.2f | %.0fs",
+          o.kernel.c_str(), label.c_str(), epoch + 1, o.epochs, line["loss"].get<double>(),
+          chosen_by.kendall_tau, chosen_by.top1_regret, v.pairwise_accuracy, v.kendall_tau,
+          v.top1_regret, v.top10_regret, v.top10_within_10pct, SecondsSince(epoch_start));
       o.log(text);
     }
+    line["selection_top1_regret"] = chosen_by.top1_regret;
     line["selection_top10_regret"] = chosen_by.top10_regret;
-    // Fine-tuning goes by the top ten (RanksSelectionBetter).
+    // Fine-tuning goes by the top of the ranking (RanksSelectionBetter).
     if (fitted.best_epoch < 0 ||
         RanksSelectionBetter(chosen_by, fitted.best_selection, !o.init_dir.empty())) {
       fitted.best = v;
@@ -386,6 +387,8 @@ nlohmann::json FineTune(const TrainOptions& o, const TrainingSet& set) {
                          {"learning_rate", o.learning_rate},
                          {"selection_tau_before", before.best_selection.kendall_tau},
                          {"selection_tau_after", tuned.best_selection.kendall_tau},
+                         {"selection_top1_regret_before", before.best_selection.top1_regret},
+                         {"selection_top1_regret_after", tuned.best_selection.top1_regret},
                          {"selection_top10_regret_before", before.best_selection.top10_regret},
                          {"selection_top10_regret_after", tuned.best_selection.top10_regret}};
   std::ofstream(dir / kModelManifest) << model.dump(2) << "\n";
@@ -397,6 +400,8 @@ nlohmann::json FineTune(const TrainOptions& o, const TrainingSet& set) {
                             {"best_epoch", tuned.best_epoch},
                             {"selection_tau_before", before.best_selection.kendall_tau},
                             {"selection_tau_after", tuned.best_selection.kendall_tau},
+                            {"selection_top1_regret_before", before.best_selection.top1_regret},
+                            {"selection_top1_regret_after", tuned.best_selection.top1_regret},
                             {"selection_top10_regret_before", before.best_selection.top10_regret},
                             {"selection_top10_regret_after", tuned.best_selection.top10_regret},
                             {"judged_on", x.validation.empty() ? "selection" : "validation"},
