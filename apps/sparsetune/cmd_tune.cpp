@@ -140,6 +140,8 @@ void PrintReport(const TuneReport& r, bool explain) {
   }
   if (!r.from_db && r.model_calibrated)
     std::printf("  model       calibrated to this machine: %s\n", r.model_dir.c_str());
+  if (!r.from_db && !r.model_skipped.empty())
+    std::printf("  model       not consulted: %s\n", r.model_skipped.c_str());
   if (!r.from_db) {
     std::printf("  candidates  %s\n", CandidateCounts(r).c_str());
     std::printf("  noise       %.1f%% between two timings of identical FixedCSR code\n",

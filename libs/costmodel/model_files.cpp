@@ -3,9 +3,12 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
 #include "base/paths.hpp"
@@ -263,6 +266,24 @@ std::string ResolveModelDirectory(const std::string& given, const std::string& k
   }
   ReadModelManifest(dir, kernel.empty() ? kernel_key : kernel);
   return dir;
+}
+
+std::string NothingToRank(const std::string& dir) {
+  std::ifstream in(fs::path(dir) / kModelMetrics);
+  if (!in) return "";
+  const nlohmann::json metrics = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!metrics.is_object() || !metrics.contains("validation") ||
+      !metrics["validation"].contains("oracle_speedup") ||
+      !metrics["validation"]["oracle_speedup"].is_number())
+    return "";
+  const double gain = metrics["validation"]["oracle_speedup"].get<double>();
+  if (gain >= kMinValidationOracleGain) return "";
+  char text[240];
+  std::snprintf(text, sizeof text,
+                "the schedules it ranks gain %.2fx over FixedCSR at best on its validation "
+                "patterns (%s), under %.2fx: the rule candidates are measured alone",
+                gain, (fs::path(dir) / kModelMetrics).string().c_str(), kMinValidationOracleGain);
+  return text;
 }
 
 }  // namespace sparsetune

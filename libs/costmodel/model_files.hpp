@@ -69,4 +69,14 @@ std::string ResolveModelDirectory(const std::string& given, const std::string& k
                                   const std::string& kernel_key, bool use_model,
                                   const std::string& machine_key = "");
 
+// A model is worth consulting when the schedules it ranks can beat FixedCSR: below this gain
+// of the best measured schedule over FixedCSR on its validation patterns (geomean), ranking
+// them buys nothing the rule candidates do not.
+constexpr double kMinValidationOracleGain = 1.05;
+
+// Why the model in `dir` has nothing to rank ("" when it has): its metrics.json says the best
+// of its validation patterns' measured schedules gains less than kMinValidationOracleGain over
+// FixedCSR (MTTKRP's shipped model: 1.02x). "" too when the file does not say.
+std::string NothingToRank(const std::string& dir);
+
 }  // namespace sparsetune

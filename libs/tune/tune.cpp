@@ -90,7 +90,11 @@ GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operan
   owned.push_back(LibraryRuleSource());
   if (!has_template) owned.push_back(SparseAutoSource(request.sparseauto_limit));
   SampleOptions sampling;
-  sampling.samples = request.samples >= 0 ? request.samples : model ? 0 : 16;
+  // Without a model, random SuperSchedules stand in for its picks, unless the model was left
+  // out because such schedules gain nothing.
+  sampling.samples = request.samples >= 0                     ? request.samples
+                     : model || !report.model_skipped.empty() ? 0
+                                                              : 16;
   sampling.seed = request.seed;
   if (sampling.samples > 0 && (has_template || request.sample_generic))
     owned.push_back(SampledSource(sampling));
@@ -164,6 +168,7 @@ nlohmann::json TuneReport::ToJson() const {
   out["model_evaluations"] = model_evaluations;
   out["model"] = model_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(model_dir);
   out["model_calibrated"] = model_calibrated;
+  if (!model_skipped.empty()) out["model_skipped"] = model_skipped;
   out["candidates"] = nlohmann::json::array();
   for (const auto& c : candidates) {
     nlohmann::json j = {{"schedule", nlohmann::json::parse(c.schedule_json)},
@@ -197,8 +202,14 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   if (!request.emit_dir.empty()) PrepareEmitDirectory(request.emit_dir);
   Jit jit;
   const MachineInfo machine = DetectMachine(jit.compiler(), Jit::Flags());
-  const std::string model_dir = ResolveModelDirectory(
-      request.model_dir, request.kernel, report.kernel, request.use_model, MachineKey(machine));
+  std::string model_dir = ResolveModelDirectory(request.model_dir, request.kernel, report.kernel,
+                                                request.use_model, MachineKey(machine));
+  // A model named with --model is always consulted; the one tune found itself only when its
+  // schedules can gain anything.
+  if (request.model_dir.empty() && !model_dir.empty()) {
+    report.model_skipped = NothingToRank(model_dir);
+    if (!report.model_skipped.empty()) model_dir.clear();
+  }
   report.model_dir = model_dir;
   report.model_calibrated =
       !model_dir.empty() &&

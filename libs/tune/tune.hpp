@@ -76,6 +76,9 @@ struct TuneReport {
   int64_t model_evaluations = 0;  // head evaluations of the search
   std::string model_dir;          // the cost model's folder ("": none)
   bool model_calibrated = false;  // it is the one `sparsetune calibrate` made for this machine
+  // Why the shipped (or calibrated) model was not consulted: its schedules have nothing to gain
+  // over FixedCSR (NothingToRank); then only the rule candidates are measured.
+  std::string model_skipped;
   std::vector<std::string> emitted_files;
   // About the input, for stderr: values the kernel leaves out.
   std::vector<std::string> input_warnings;
