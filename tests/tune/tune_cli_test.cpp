@@ -112,6 +112,26 @@ TEST(TuneCli, AModelWithNothingToRankIsNotConsulted) {
   EXPECT_EQ(sources(named).count("model"), 1u);
 }
 
+// The final round renumbers SpMV's best schedules (x and y are a value per row), not SpMM's:
+// B's and C's rows of 64 would be permuted on every call, more values than the matrix holds.
+TEST(TuneCli, OrderingsAreTriedWhereTheirPermutationIsSmall) {
+  TempDir dir;
+  auto ordered = [&](const std::vector<std::string>& kernel) {
+    std::vector<std::string> args = {"tune",      kExample, "--db",  dir.File("t.db"),
+                                     "--samples", "2",      "--json"};
+    args.insert(args.end(), kernel.begin(), kernel.end());
+    const auto run = RunCli(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const nlohmann::json report = nlohmann::json::parse(run.out);
+    int count = 0;
+    for (const auto& c : report["candidates"])
+      count += c["source"].get<std::string>().find('+') != std::string::npos;
+    return count;
+  };
+  EXPECT_GT(ordered({"--kernel", "spmv"}), 0);
+  EXPECT_EQ(ordered({"--kernel", "spmm", "--dense", "j=64"}), 0);
+}
+
 TEST(TuneCli, QueryFallsBackToTheHeuristicAndSaysSo) {
   TempDir dir;
   const std::string db = dir.File("none.db");
