@@ -119,8 +119,8 @@ void RunRun(const RunCommandOptions& o, Context& context) {
     std::printf("  machine    disturbed, the time is not to be trusted: %s (timed %d times)\n",
                 r.time.disturbance.c_str(), r.time.attempts);
   if (r.ordering_ms > 0) {
-    const bool columns_too = schedule.ordering != OrderingKind::kRowDegree && tensor.order() == 2 &&
-                             tensor.dims[0] == tensor.dims[1];
+    const bool columns_too =
+        tensor.order() == 2 && RenumbersColumns(schedule.ordering, tensor.dims[0], tensor.dims[1]);
     std::printf("  ordering   %s   (rows%s renumbered before packing)\n",
                 FormatMs(r.ordering_ms).c_str(), columns_too ? " and columns" : "");
   }

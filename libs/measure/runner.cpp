@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 
 #include "base/bulk_allocator.hpp"
 #include "base/elapsed.hpp"
@@ -72,16 +71,20 @@ const KernelRunner::Reordering* KernelRunner::ReorderingFor(OrderingKind kind,
   }
   *refusal = OrderingRefusal(sparse_, kind);
   if (!refusal->empty()) return nullptr;
+  // The permutations are small; the renumbered copies of a large operand are not: keep two.
+  if (reorderings_.size() >= 2) reorderings_.erase(reorderings_.begin());
+  reorderings_.emplace_back(kind, Renumber(kind));
+  return &reorderings_.back().second;
+}
+
+KernelRunner::Reordering KernelRunner::Renumber(OrderingKind kind) const {
   const auto start = std::chrono::steady_clock::now();
   Reordering r;
   auto ordering = std::make_shared<MatrixOrdering>(ComputeOrdering(sparse_, kind));
   r.tensor = std::make_shared<const CooTensor>(PermuteMatrix(sparse_, *ordering));
   r.ordering = std::move(ordering);
   r.ms = MsSince(start);
-  // The permutations are small; the renumbered copies of a large operand are not: keep two.
-  if (reorderings_.size() >= 2) reorderings_.erase(reorderings_.begin());
-  reorderings_.emplace_back(kind, std::move(r));
-  return &reorderings_.back().second;
+  return r;
 }
 
 std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& format,
@@ -158,16 +161,14 @@ bool KernelRunner::TimePreparationOnFreshMemory(const Schedule& input_schedule, 
   PackOptions pack_options;
   pack_options.narrow_coordinates = schedule.narrow_coordinates;
   bulk_memory::ReleaseKept();
-  *ordering_ms = 0;
-  std::optional<CooTensor> renumbered;
+  Reordering renumbered;
   if (format.ordering != OrderingKind::kNone) {
     if (!OrderingRefusal(sparse_, format.ordering).empty()) return false;
-    const auto start = std::chrono::steady_clock::now();
-    renumbered = PermuteMatrix(sparse_, ComputeOrdering(sparse_, format.ordering));
-    *ordering_ms = MsSince(start);
+    renumbered = Renumber(format.ordering);
   }
+  *ordering_ms = renumbered.ms;
   const PackOutcome outcome =
-      Pack(renumbered ? *renumbered : sparse_, format, dtype_, pack_options);
+      Pack(renumbered.tensor ? *renumbered.tensor : sparse_, format, dtype_, pack_options);
   if (!outcome.packed) return false;
   *pack_ms = outcome.packed->pack_ms;
   return true;

@@ -123,6 +123,8 @@ class KernelRunner {
     double ms = 0;  // computing the ordering and permuting the entries
   };
   const Reordering* ReorderingFor(OrderingKind kind, std::string* refusal);
+  // Computes the ordering and renumbers the operand by it, timed; `kind` must apply.
+  Reordering Renumber(OrderingKind kind) const;
   bool Verify(const ValueBuffer& output, const PackedTensor& packed, int output_levels,
               std::string* message, double* max_error);
 

@@ -34,6 +34,10 @@ bool ParseOrdering(const std::string& name, OrderingKind* kind) {
   return false;
 }
 
+bool RenumbersColumns(OrderingKind kind, int64_t rows, int64_t cols) {
+  return kind != OrderingKind::kNone && kind != OrderingKind::kRowDegree && rows == cols;
+}
+
 const std::vector<OrderingKind>& AllOrderings() {
   static const std::vector<OrderingKind> all = {OrderingKind::kRcm, OrderingKind::kDegree,
                                                 OrderingKind::kRowDegree, OrderingKind::kPartition,

@@ -42,6 +42,10 @@ struct MatrixOrdering {
   void Invert();
 };
 
+// Whether an ordering of this kind renumbers the columns of a rows x cols matrix too: the
+// symmetric ones do on a square matrix; row-degree never does.
+bool RenumbersColumns(OrderingKind kind, int64_t rows, int64_t cols);
+
 // The tensor with row r moved to ordering.rows[r] and column c to ordering.cols[c], canonical.
 CooTensor PermuteMatrix(const CooTensor& matrix, const MatrixOrdering& ordering);
 

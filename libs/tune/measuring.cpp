@@ -77,20 +77,33 @@ int64_t PermutedValuesPerCall(const KernelRunner& runner) {
   return values;
 }
 
+// The orderings the final round tries: those asked for, and of the defaults (--orderings
+// auto) only those that can pay here.
+std::vector<OrderingKind> OrderingsToTry(const KernelRunner& runner,
+                                         const std::vector<OrderingKind>& asked) {
+  if (asked != DefaultOrderings()) return asked;
+  // A renumbered kernel permutes its dense operands on every call. Where they hold more values
+  // than the matrix has nonzeros (SpMM's and SDDMM's rows of 256), the ordered variants lost
+  // on all 22 SpMM and SDDMM matrices of a suite run (1.05x to 3x behind the best unordered
+  // schedule; 11.7 s of a 33 s tune on one).
+  if (PermutedValuesPerCall(runner) > runner.sparse().nnz()) return {};
+  std::vector<OrderingKind> out;
+  for (OrderingKind kind : asked) {
+    // METIS takes minutes on large graphs.
+    if (kind == OrderingKind::kPartition && runner.sparse().nnz() > kPartitionOrderingMaxNnz)
+      continue;
+    out.push_back(kind);
+  }
+  return out;
+}
+
 // The final round (FinalRound). Its times replace the first round's for the schedules it
 // measures again, so the winner is chosen among times taken side by side.
 void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
                        const ContestObserver& observer, const MeasuringOptions& options,
                        const TuneProgress& progress, Measured& m) {
-  // A renumbered kernel permutes its dense operands on every call. Where they hold more values
-  // than the matrix has nonzeros (SpMM's and SDDMM's rows of 256), the ordered variants lost
-  // on all 22 SpMM and SDDMM matrices of a suite run (1.05x to 3x behind the best unordered
-  // schedule; 11.7 s of a 33 s tune on one), so the default orderings are left out there.
-  std::vector<OrderingKind> orderings = options.orderings;
-  if (orderings == DefaultOrderings() && PermutedValuesPerCall(runner) > runner.sparse().nnz())
-    orderings.clear();
-  const std::vector<TuneCandidate> final_round =
-      FinalRound(m.candidates, m.results, runner.sparse(), orderings, 3, 2);
+  const std::vector<TuneCandidate> final_round = FinalRound(
+      m.candidates, m.results, runner.sparse(), OrderingsToTry(runner, options.orderings), 3, 2);
   if (final_round.size() <= 1) return;
   if (progress.stage) progress.stage("final round");
   const auto start = std::chrono::steady_clock::now();
@@ -149,9 +162,6 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
   std::vector<OrderingKind> apply;
   if (tensor.order() == 2) {
     for (OrderingKind kind : orderings) {
-      if (kind == OrderingKind::kPartition && tensor.nnz() > kPartitionOrderingMaxNnz &&
-          orderings == DefaultOrderings())
-        continue;
       if (OrderingRefusal(tensor, kind).empty()) apply.push_back(kind);
     }
   }
