@@ -34,11 +34,11 @@ const std::string kMatrix =
 // Address-space limit for runs that must stay small (the binary alone maps some 100 MB).
 constexpr int64_t kSmallMb = 1024;
 
-// The large inputs, written once per test process.
+// The large inputs, written once per test process and removed when it exits.
 const std::string& Large() {
-  static TempDir* dir = new TempDir;  // kept for the whole process
+  static const TempDir dir;
   static const std::string path = [] {
-    const std::string out = dir->path() + "/large";
+    const std::string out = dir.path() + "/large";
     const std::string command = "bash '" + kHostile + "make_large.sh' '" + out + "'";
     if (std::system(command.c_str()) != 0) ADD_FAILURE() << "make_large.sh failed";
     return out + "/";
