@@ -967,6 +967,54 @@ inline std::string EntriesRefusal(const std::vector<int64_t>& dims, int64_t nnz,
   return std::string();
 }
 
+// The entries ranked in canonical order (lexicographic over the modes): ranked[k] is the entry
+// of rank k. Coordinates must lie inside dims (EntriesRefusal); duplicates end up side by side.
+//
+// Entries usually come nearly sorted (from CSR, or renumbered rows whose entries stay
+// together), so they are counted out by their first coordinate (stable, linear) and only the
+// runs of one first coordinate that are out of order are sorted, in parallel: a renumbered
+// 15M-entry graph is ranked in a fraction of a second instead of seconds of one comparison
+// sort. A first mode much longer than the entries (hypersparse) is comparison sorted whole.
+template <template <class> class Allocator = std::allocator>
+std::vector<int32_t, Allocator<int32_t>> RankCanonically(const std::vector<int64_t>& dims,
+                                                         int64_t nnz,
+                                                         const int32_t* const* coords) {
+  const int order = static_cast<int>(dims.size());
+  std::vector<int32_t, Allocator<int32_t>> ranked(nnz);
+  auto less_from = [&](int first_mode) {
+    return [&, first_mode](int32_t a, int32_t b) {
+      for (int m = first_mode; m < order; ++m) {
+        if (coords[m][a] != coords[m][b]) return coords[m][a] < coords[m][b];
+      }
+      return false;
+    };
+  };
+  // Counting costs a pass over the first mode's extent, a comparison sort some log2(nnz)
+  // comparisons an entry: count while the extent is within a few passes over the entries.
+  if (order == 0 || nnz == 0 || dims[0] > 8 * nnz) {
+    std::iota(ranked.begin(), ranked.end(), 0);
+    std::sort(ranked.begin(), ranked.end(), less_from(0));
+    return ranked;
+  }
+  const int32_t* first = coords[0];
+  std::vector<int64_t> start(static_cast<size_t>(dims[0]) + 1, 0);
+  for (int64_t e = 0; e < nnz; ++e) ++start[first[e] + 1];
+  for (int64_t v = 0; v < dims[0]; ++v) start[v + 1] += start[v];
+  {
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t e = 0; e < nnz; ++e) ranked[fill[first[e]]++] = static_cast<int32_t>(e);
+  }
+  const auto less_after_first = less_from(1);
+  int32_t* const data = ranked.data();
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(ThreadsFor(nnz))
+  for (int64_t v = 0; v < dims[0]; ++v) {
+    int32_t* const begin = data + start[v];
+    int32_t* const end = data + start[v + 1];
+    if (!std::is_sorted(begin, end, less_after_first)) std::sort(begin, end, less_after_first);
+  }
+  return ranked;
+}
+
 // The entries in canonical order (lexicographic over the modes) for coordinates given in any
 // order: canonical[k] is the entry of rank k. Refuses coordinates outside dims and duplicates,
 // saying why in *refusal.
@@ -978,16 +1026,13 @@ std::vector<int32_t, Allocator<int32_t>> CanonicalOrder(const std::vector<int64_
   std::vector<int32_t, Allocator<int32_t>> canonical;
   *refusal = EntriesRefusal(dims, nnz, coords);
   if (!refusal->empty()) return canonical;
-  canonical.resize(nnz);
-  std::iota(canonical.begin(), canonical.end(), 0);
+  canonical = RankCanonically<Allocator>(dims, nnz, coords);
   auto compare = [&](int32_t a, int32_t b) {
     for (int m = 0; m < order; ++m) {
       if (coords[m][a] != coords[m][b]) return coords[m][a] < coords[m][b] ? -1 : 1;
     }
     return 0;
   };
-  std::sort(canonical.begin(), canonical.end(),
-            [&](int32_t a, int32_t b) { return compare(a, b) < 0; });
   for (int64_t k = 1; k < nnz; ++k) {
     if (compare(canonical[k - 1], canonical[k]) == 0) {
       *refusal = "the entries hold duplicate coordinates; sum them first";
