@@ -71,10 +71,15 @@ void ExpectBaselinesMatch(const std::string& kernel, const CooTensor& tensor, DT
       // A prebuilt library names the shared object it runs from.
       EXPECT_EQ(baseline->flags.rfind("prebuilt /", 0), 0u) << what << ": " << baseline->flags;
     }
-    if (baseline->name() == "eigen") EXPECT_EQ(baseline->version.rfind("Eigen 3.", 0), 0u);
-    if (baseline->name() == "graphblas")
+    if (baseline->name() == "eigen") {
+      EXPECT_EQ(baseline->version.rfind("Eigen 3.", 0), 0u);
+    }
+    if (baseline->name() == "graphblas") {
       EXPECT_EQ(baseline->version, "SuiteSparse:GraphBLAS 7.4.0") << what;
-    if (baseline->name() == "pytorch") EXPECT_EQ(baseline->version.rfind("PyTorch 1.", 0), 0u);
+    }
+    if (baseline->name() == "pytorch") {
+      EXPECT_EQ(baseline->version.rfind("PyTorch 1.", 0), 0u);
+    }
     baseline->Call();
     ExpectNear(baseline->Output(), ref, dtype, 1.0, what);
     // GraphBLAS accumulates into its full output in place (C += A*B); its second call gives
@@ -176,8 +181,9 @@ TEST(BenchCli, ReportsEveryContenderVerifiedWithVersionsAndProbes) {
         baselines.insert(result["name"].get<std::string>());
         EXPECT_FALSE(result["method"].get<std::string>().empty()) << result.dump();
       }
-      if (result["name"] == "hand" || result["name"] == "eigen" || result["kind"] == "sparsetune")
+      if (result["name"] == "hand" || result["name"] == "eigen" || result["kind"] == "sparsetune") {
         EXPECT_EQ(result["flags"], out["flop_probe"]["flags"]) << result.dump();
+      }
     }
     EXPECT_EQ(baselines, ExpectedBaselines(kernel)) << kernel;
     EXPECT_TRUE(out.contains("best_library"));
