@@ -547,8 +547,9 @@ std::string PackCooText(const EmittedKernel& k) {
       << "  if (!st_renumber(a.get(), coords, renumbered, renumbered_coords)) return nullptr;\n"
       << "  packed_coords = renumbered_coords;\n";
   }
-  c << "  const auto canonical =\n"
-    << "      sparsetune::packer::CanonicalOrder(dim_list, nnz, packed_coords, &refusal);\n"
+  c << "  // Empty when the entries come in canonical order (from CSR, say): packed in place.\n"
+    << "  const auto canonical =\n"
+    << "      sparsetune::packer::RankEntries(dim_list, nnz, packed_coords, &refusal);\n"
     << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n"
     << "  const sparsetune::packer::Layout layout = st_layout(dims);\n"
     << "  sparsetune::packer::Options options;\n"
@@ -577,12 +578,14 @@ std::string PackCooText(const EmittedKernel& k) {
   if (prefix > 0) {
     if (k.ordered()) {
       // Output rows follow the given coordinates, whatever the renumbering.
-      c << "  const auto given_order = sparsetune::packer::CanonicalOrder(dim_list, nnz, coords, "
+      c << "  const auto given_order = sparsetune::packer::RankEntries(dim_list, nnz, coords, "
            "&refusal);\n"
-        << "  a->output_rows = sparsetune::packer::PrefixPositions(*packer, given_order, coords, "
+        << "  a->output_rows = sparsetune::packer::PrefixPositions(*packer, given_order, nnz, "
+           "coords, "
         << prefix << ");\n";
     } else {
-      c << "  a->output_rows = sparsetune::packer::PrefixPositions(*packer, canonical, coords, "
+      c << "  a->output_rows = sparsetune::packer::PrefixPositions(*packer, canonical, nnz, "
+           "coords, "
         << prefix << ");\n";
     }
   }

@@ -38,7 +38,8 @@ class CompiledEmittedKernel {
 
   // Packs `tensor` through the COO entry point, its entries shuffled as a user may give them,
   // computes at the dense sizes of `sizes` (any, not only those emitted) with the dense inputs
-  // `run` uses, and compares every output value with the reference at `run`'s tolerance. Then
+  // `run` uses, and compares every output value with the reference at `run`'s tolerance; packs
+  // it again from its entries in canonical order (as from CSR) and compares again. Then
   // gives the operand other values with update_values and compares again, once through the
   // default entry point and once in the tuned order (inputs converted, compute_tuned_order, the
   // output converted back).

@@ -1015,26 +1015,38 @@ std::vector<int32_t, Allocator<int32_t>> RankCanonically(const std::vector<int64
   return ranked;
 }
 
-// The entries in canonical order (lexicographic over the modes) for coordinates given in any
-// order: canonical[k] is the entry of rank k. Refuses coordinates outside dims and duplicates,
-// saying why in *refusal.
+// Whether the entries are in canonical order already, each after the last (so no duplicates):
+// one pass, which spares ranking entries that come from CSR.
+inline bool InCanonicalOrder(int order, int64_t nnz, const int32_t* const* coords) {
+  bool ordered = true;
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(nnz)) reduction(&& : ordered)
+  for (int64_t e = 1; e < nnz; ++e) {
+    int m = 0;
+    while (m < order && coords[m][e] == coords[m][e - 1]) ++m;
+    ordered = ordered && m < order && coords[m][e] > coords[m][e - 1];
+  }
+  return ordered;
+}
+
+// For entries inside dims (EntriesRefusal): canonical[k] is the entry of rank k in canonical
+// order, empty when they are in that order already. Refuses duplicates, saying so in *refusal.
 template <template <class> class Allocator = std::allocator>
-std::vector<int32_t, Allocator<int32_t>> CanonicalOrder(const std::vector<int64_t>& dims,
-                                                        int64_t nnz, const int32_t* const* coords,
-                                                        std::string* refusal) {
+std::vector<int32_t, Allocator<int32_t>> RankEntries(const std::vector<int64_t>& dims, int64_t nnz,
+                                                     const int32_t* const* coords,
+                                                     std::string* refusal) {
   const int order = static_cast<int>(dims.size());
-  std::vector<int32_t, Allocator<int32_t>> canonical;
-  *refusal = EntriesRefusal(dims, nnz, coords);
-  if (!refusal->empty()) return canonical;
-  canonical = RankCanonically<Allocator>(dims, nnz, coords);
-  auto compare = [&](int32_t a, int32_t b) {
+  refusal->clear();
+  if (InCanonicalOrder(order, nnz, coords)) return {};
+  std::vector<int32_t, Allocator<int32_t>> canonical =
+      RankCanonically<Allocator>(dims, nnz, coords);
+  auto same = [&](int32_t a, int32_t b) {
     for (int m = 0; m < order; ++m) {
-      if (coords[m][a] != coords[m][b]) return coords[m][a] < coords[m][b] ? -1 : 1;
+      if (coords[m][a] != coords[m][b]) return false;
     }
-    return 0;
+    return true;
   };
   for (int64_t k = 1; k < nnz; ++k) {
-    if (compare(canonical[k - 1], canonical[k]) == 0) {
+    if (same(canonical[k - 1], canonical[k])) {
       *refusal = "the entries hold duplicate coordinates; sum them first";
       canonical.clear();
       return canonical;
@@ -1043,17 +1055,28 @@ std::vector<int32_t, Allocator<int32_t>> CanonicalOrder(const std::vector<int64_
   return canonical;
 }
 
-// Sparse outputs: for each distinct prefix of `prefix` coordinates among the entries, in
-// canonical order, the position its first entry recorded (LevelPacker::RecordedPosition).
+// RankEntries for coordinates given in any order: also refuses coordinates outside dims.
+template <template <class> class Allocator = std::allocator>
+std::vector<int32_t, Allocator<int32_t>> CanonicalOrder(const std::vector<int64_t>& dims,
+                                                        int64_t nnz, const int32_t* const* coords,
+                                                        std::string* refusal) {
+  *refusal = EntriesRefusal(dims, nnz, coords);
+  if (!refusal->empty()) return {};
+  return RankEntries<Allocator>(dims, nnz, coords, refusal);
+}
+
+// Sparse outputs: for each distinct prefix of `prefix` coordinates among the nnz entries, in
+// canonical order (`canonical` ranks them; empty: in order), the position its first entry
+// recorded (LevelPacker::RecordedPosition).
 template <class Packer, class Canonical>
-std::vector<int64_t> PrefixPositions(const Packer& packer, const Canonical& canonical,
+std::vector<int64_t> PrefixPositions(const Packer& packer, const Canonical& canonical, int64_t nnz,
                                      const int32_t* const* coords, int prefix) {
   std::vector<int64_t> rows;
-  for (size_t k = 0; k < canonical.size(); ++k) {
+  auto entry = [&](int64_t k) { return canonical.empty() ? k : int64_t(canonical[k]); };
+  for (int64_t k = 0; k < nnz; ++k) {
     bool same = k > 0;
-    for (int m = 0; m < prefix && same; ++m)
-      same = coords[m][canonical[k]] == coords[m][canonical[k - 1]];
-    if (!same) rows.push_back(packer.RecordedPosition(canonical[k]));
+    for (int m = 0; m < prefix && same; ++m) same = coords[m][entry(k)] == coords[m][entry(k - 1)];
+    if (!same) rows.push_back(packer.RecordedPosition(entry(k)));
   }
   return rows;
 }
