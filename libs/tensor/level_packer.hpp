@@ -117,6 +117,28 @@ inline int ThreadsFor(int64_t n) {
   return static_cast<int>(std::clamp<int64_t>(n / 65536, 1, MaxThreads()));
 }
 
+// std::allocator whose resize() leaves new elements uninitialized (default-initialized): the
+// packer writes every array it sizes right away, and clearing it first costs a pass over memory
+// as large as the matrix (the library's BulkAllocator does the same, and more).
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <class U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) {}
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0) {
+      ::new (static_cast<void*>(p)) U;
+    } else {
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+  }
+};
+
 // One packed level. pos: parent positions + 1 offsets (C and S levels); crd: one coordinate per
 // position (per lane position for S levels) in `encoding.bits / 8` bytes; base: per parent
 // position, the smallest coordinate of its segment (relative encodings).
