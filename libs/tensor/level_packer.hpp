@@ -170,7 +170,7 @@ class LevelPacker {
   using Level = PackedLevelArrays<Allocator>;
 
   // coords[mode][entry] for nnz entries, distinct and inside the layout's dims. `canonical`
-  // lists the entries in canonical order (lexicographic over the modes, CanonicalOrder); empty
+  // lists the entries in canonical order (lexicographic over the modes, RankEntries); empty
   // when the entries already are in that order.
   LevelPacker(const Layout& layout, const Options& options, int64_t nnz,
               const int32_t* const* coords, Scratch<int32_t> canonical = {})
@@ -1075,16 +1075,6 @@ std::vector<int32_t, Allocator<int32_t>> RankEntries(const std::vector<int64_t>&
     }
   }
   return canonical;
-}
-
-// RankEntries for coordinates given in any order: also refuses coordinates outside dims.
-template <template <class> class Allocator = std::allocator>
-std::vector<int32_t, Allocator<int32_t>> CanonicalOrder(const std::vector<int64_t>& dims,
-                                                        int64_t nnz, const int32_t* const* coords,
-                                                        std::string* refusal) {
-  *refusal = EntriesRefusal(dims, nnz, coords);
-  if (!refusal->empty()) return {};
-  return RankEntries<Allocator>(dims, nnz, coords, refusal);
 }
 
 // Sparse outputs: for each distinct prefix of `prefix` coordinates among the nnz entries, in

@@ -40,7 +40,7 @@ Entries Random(std::vector<int64_t> dims, int64_t nnz, uint64_t seed) {
   return t;
 }
 
-// The order by a plain comparison sort: what CanonicalOrder must return.
+// The order by a plain comparison sort: what RankEntries must return.
 std::vector<int32_t> SortedByComparison(const Entries& t) {
   std::vector<int32_t> order(t.nnz());
   std::iota(order.begin(), order.end(), 0);
@@ -55,10 +55,13 @@ std::vector<int32_t> SortedByComparison(const Entries& t) {
 
 std::vector<int32_t> Canonical(const Entries& t, std::string* refusal) {
   const auto coords = t.pointers();
-  return packer::CanonicalOrder(t.dims, t.nnz(), coords.data(), refusal);
+  // As the emitted packer calls them: coordinates checked, then ranked.
+  *refusal = packer::EntriesRefusal(t.dims, t.nnz(), coords.data());
+  if (!refusal->empty()) return {};
+  return packer::RankEntries(t.dims, t.nnz(), coords.data(), refusal);
 }
 
-TEST(CanonicalOrder, RanksEntriesGivenInAnyOrderLexicographically) {
+TEST(RankEntries, RanksEntriesGivenInAnyOrderLexicographically) {
   // Matrices whose rows are counted out (rows within 8x the entries) and one so sparse that it
   // is sorted whole; a third-order tensor compares its last two modes within a row.
   for (const Entries& t :
@@ -69,7 +72,7 @@ TEST(CanonicalOrder, RanksEntriesGivenInAnyOrderLexicographically) {
   }
 }
 
-TEST(CanonicalOrder, KeepsEntriesAlreadyInOrderAndFollowsRenumberedRows) {
+TEST(RankEntries, KeepsEntriesAlreadyInOrderAndFollowsRenumberedRows) {
   Entries t = Random({300, 200}, 3000, 4);
   Entries sorted = t;
   const std::vector<int32_t> order = SortedByComparison(t);
@@ -83,7 +86,7 @@ TEST(CanonicalOrder, KeepsEntriesAlreadyInOrderAndFollowsRenumberedRows) {
   EXPECT_EQ(Canonical(sorted, &refusal), SortedByComparison(sorted));
 }
 
-TEST(CanonicalOrder, RefusesDuplicatesAndCoordinatesOutsideTheDims) {
+TEST(RankEntries, RefusesDuplicatesAndCoordinatesOutsideTheDims) {
   std::string refusal;
   EXPECT_TRUE(Canonical({{4, 4}, {{1, 0, 1}, {2, 0, 2}}}, &refusal).empty());
   EXPECT_NE(refusal.find("duplicate coordinates"), std::string::npos) << refusal;
