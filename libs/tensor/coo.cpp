@@ -4,6 +4,7 @@
 #include <numeric>
 #include <utility>
 
+#include "tensor/level_packer.hpp"
 #include "tensor/sort.hpp"
 
 namespace sparsetune {
@@ -51,29 +52,10 @@ void CooTensor::AppendComplex(const int32_t* coordinate, double real, double ima
 }
 
 bool CooTensor::IsCanonical() const {
-  const int64_t n = nnz();
-  const int modes = order();
-  // Checked on every renumbering of a large operand: in parallel, matrices by one 64-bit
-  // comparison per entry.
-  bool canonical = true;
-  if (modes == 2) {
-    const int32_t* row = coords[0].data();
-    const int32_t* col = coords[1].data();
-    auto key = [&](int64_t e) { return uint64_t(uint32_t(row[e])) << 32 | uint32_t(col[e]); };
-#pragma omp parallel for schedule(static) reduction(&& : canonical) if (n > 65536)
-    for (int64_t e = 1; e < n; ++e) canonical = canonical & (key(e - 1) < key(e));
-    return canonical;
-  }
-#pragma omp parallel for schedule(static) reduction(&& : canonical) if (n > 65536)
-  for (int64_t e = 1; e < n; ++e) {
-    if (!canonical) continue;
-    int cmp = 0;
-    for (int m = 0; m < modes && cmp == 0; ++m) {
-      if (coords[m][e - 1] != coords[m][e]) cmp = coords[m][e - 1] < coords[m][e] ? -1 : 1;
-    }
-    canonical = cmp < 0;
-  }
-  return canonical;
+  // The packer's check, which emitted kernels run on their callers' entries.
+  std::vector<const int32_t*> modes;
+  for (const auto& mode : coords) modes.push_back(mode.data());
+  return packer::InCanonicalOrder(order(), nnz(), modes.data());
 }
 
 void CooTensor::Canonicalize() {
