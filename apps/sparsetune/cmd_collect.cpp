@@ -29,6 +29,7 @@ struct CollectOptions {
   double hard_limit_s = 0;  // 0: 5 x max_ms + 20 s
   uint64_t seed = 1;
   bool uniform = false;
+  bool no_rules = false;
   double progress_seconds = 10;
   int compile_jobs = 2;
   double wait_idle_s = 0;
@@ -160,6 +161,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
   request.samples = o.samples;
   request.seed = o.seed;
   request.uniform = o.uniform;
+  request.rules = !o.no_rules;
   request.max_ms = o.max_ms;
   request.hard_limit_s = o.hard_limit_s;
   request.compile_jobs = o.compile_jobs;
@@ -209,7 +211,8 @@ void RegisterCollect(CLI::App& app, Context& context) {
   sub->add_option("--dense", o->kernel.dense, "Dense index sizes, e.g. --dense j=256")->take_all();
   sub->add_option("--dtype", o->kernel.dtype, "Value type: f32 (default) or f64")
       ->check(CLI::IsMember({"f32", "f64"}));
-  sub->add_option("--samples,-n", o->samples, "Sampled schedules per matrix (plus FixedCSR)")
+  sub->add_option("--samples,-n", o->samples,
+                  "Sampled schedules per matrix (besides FixedCSR and the rules)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   AddDatabaseOption(sub, o->db);
@@ -225,6 +228,9 @@ void RegisterCollect(CLI::App& app, Context& context) {
       ->capture_default_str();
   sub->add_flag("--uniform", o->uniform,
                 "Sample the full template uniformly, without the artifact's sub-spaces");
+  sub->add_flag("--no-rules", o->no_rules,
+                "Leave out the rule candidates (library rules, Scorch) that are measured beside "
+                "the samples where the kernel's template expresses them");
   sub->add_option("--progress-seconds", o->progress_seconds,
                   "Without a terminal: seconds between progress lines")
       ->check(FiniteNumber(false, 1e7))

@@ -21,6 +21,7 @@
 #include "measure/contest.hpp"
 #include "measure/runner.hpp"
 #include "measure/timing.hpp"
+#include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
 #include "tune/candidate_sources.hpp"
@@ -195,13 +196,14 @@ class Collection {
       return;
     }
     const std::string fingerprint = PatternFingerprint(tensor);
-    db_->UpsertMatrix(MatrixRecordOf(fingerprint, progress_.matrix_name, tensor,
-                                     ComputePatternStats(tensor), files_[m].origin));
+    const PatternStats stats = ComputePatternStats(tensor);
+    db_->UpsertMatrix(
+        MatrixRecordOf(fingerprint, progress_.matrix_name, tensor, stats, files_[m].origin));
     const TuningKey key{fingerprint, request_.kernel, machine_id_,
                         DenseOnlySizes(request_.expression, sizes), request_.dtype};
 
     Status("sampling");
-    const std::vector<TuneCandidate> candidates = Sample(tensor, sizes, fingerprint);
+    const std::vector<TuneCandidate> candidates = Sample(tensor, sizes, stats, fingerprint);
     progress_.total -= request_.samples + 1 - int64_t(candidates.size());
     const std::set<std::string> stored = db_->MeasuredScheduleHashes(key, true);
     std::vector<const TuneCandidate*> pending;
@@ -332,9 +334,11 @@ class Collection {
     }
   }
 
-  // FixedCSR, then distinct sampled schedules, deterministic in the seed, the kernel and the
+  // FixedCSR, the rule candidates the kernel's template expresses (the model cannot learn the
+  // others), then distinct sampled schedules, deterministic in the seed, the kernel and the
   // pattern, so that a rerun finds the same ones.
   std::vector<TuneCandidate> Sample(const CooTensor& tensor, const IndexSizes& sizes,
+                                    const PatternStats& stats,
                                     const std::string& fingerprint) const {
     CandidateContext context;
     context.kernel = request_.kernel;
@@ -343,13 +347,31 @@ class Collection {
     context.sizes = sizes;
     context.tensor = &tensor;
     context.fingerprint = fingerprint;
+    context.prefix_nnz = stats.prefix_nnz;
+    context.value_bytes = DTypeSize(request_.dtype);
     SampleOptions sampling;
     sampling.samples = request_.samples;
     sampling.seed = request_.seed;
     sampling.uniform = request_.uniform;
     const auto fixed_csr = FixedCsrSource();
+    const auto scorch = ScorchSource();
+    const auto rules = LibraryRuleSource();
     const auto sampled = SampledSource(sampling);
-    return GatherCandidates({fixed_csr.get(), sampled.get()}, context).candidates;
+    std::vector<CandidateSource*> sources = {fixed_csr.get()};
+    const auto waco = WacoTemplate::ForKernel(request_.kernel);
+    if (request_.rules && waco) sources.insert(sources.end(), {scorch.get(), rules.get()});
+    sources.push_back(sampled.get());
+    std::vector<TuneCandidate> candidates = GatherCandidates(sources, context).candidates;
+    if (waco) {
+      // FixedCSR stays (the baseline of every matrix), whether or not the template has it.
+      candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                      [&](const TuneCandidate& c) {
+                                        return c.source != "fixed_csr" && c.source != "sampled" &&
+                                               !waco->FromSchedule(c.schedule, nullptr);
+                                      }),
+                       candidates.end());
+    }
+    return candidates;
   }
 
   // Every pending schedule of the matrix is verified, then timed beside the others in shuffled

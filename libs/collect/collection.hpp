@@ -67,6 +67,9 @@ struct CollectRequest {
   int samples = 100;  // sampled schedules per matrix, besides FixedCSR
   uint64_t seed = 1;
   bool uniform = false;  // the whole WACO template, without the artifact's sub-spaces
+  // Also the rule candidates (library rules, Scorch) that the kernel's template expresses, so
+  // that the model learns their times and can rank them beside the sampled schedules.
+  bool rules = true;
   double max_ms = 1000;  // a run slower than this is recorded as a timeout
   // A schedule still running after this many seconds is abandoned; 0: 5 x max_ms + 20 s.
   double hard_limit_s = 0;

@@ -440,6 +440,10 @@ std::optional<SuperSchedule> WacoTemplate::FromSchedule(const Schedule& schedule
   c.Canonicalize();
   if (c.root.is_where() || !c.root.compute.empty())
     return fail("a branched schedule is not a " + kernel_ + " SuperSchedule");
+  // Choices the encoding has no slot for: a point without them would stand for another kernel.
+  if (!c.groups.empty()) return fail("grouped levels are not in the template");
+  if (c.prefetch != 0) return fail("prefetching is not in the template");
+  if (c.ordering != OrderingKind::kNone) return fail("orderings are not in the template");
   SuperSchedule s;
   for (const auto& index : indices_) s.splits[index] = 1;
   for (const auto& [index, size] : c.splits) {
@@ -475,6 +479,9 @@ std::optional<SuperSchedule> WacoTemplate::FromSchedule(const Schedule& schedule
     const int id = VarId(name);
     if (id < 0 || id >= static_cast<int>(level_variables_.size()))
       return fail("format level " + var + " is not a level of " + expression_.sparse_input().name);
+    if (kind == LevelKind::kSingleton ||
+        (kind == LevelKind::kSliced && spec_->sliced_fraction == 0))
+      return fail(std::string("level kind ") + LevelKindLetter(kind) + " is not in the template");
     s.formats[id] = kind;
     level_order.push_back(name);
   }

@@ -107,7 +107,8 @@ TEST(Collect, StoresMeasurementsAndResumes) {
   const std::string b = Generate(dir, "b", 64, 300, 2);
   const std::string db = dir.path() + "/t.db";
   CliResult r = RunCli(
-      {"collect", "--kernel", "spmv", a, b, "--samples", "5", "--db", db, "--json"}, Env(dir));
+      {"collect", "--no-rules", "--kernel", "spmv", a, b, "--samples", "5", "--db", db, "--json"},
+      Env(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = Json(r);
   EXPECT_EQ(j["kernel"], "spmv");
@@ -127,8 +128,9 @@ TEST(Collect, StoresMeasurementsAndResumes) {
   ExpectSound(db);
 
   // A rerun finds everything stored and measures nothing.
-  r = RunCli({"collect", "--kernel", "spmv", a, b, "--samples", "5", "--db", db, "--json"},
-             Env(dir));
+  r = RunCli(
+      {"collect", "--no-rules", "--kernel", "spmv", a, b, "--samples", "5", "--db", db, "--json"},
+      Env(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   j = Json(r);
   EXPECT_EQ(j["measured"], 0);
@@ -137,7 +139,9 @@ TEST(Collect, StoresMeasurementsAndResumes) {
   EXPECT_EQ(Count(db, "SELECT count(*) FROM measurements"), measured);
 
   // More samples with the same seed extend the same sequence: only the new ones run.
-  r = RunCli({"collect", "--kernel", "spmv", a, "--samples", "7", "--db", db, "--json"}, Env(dir));
+  r = RunCli(
+      {"collect", "--no-rules", "--kernel", "spmv", a, "--samples", "7", "--db", db, "--json"},
+      Env(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   j = Json(r);
   EXPECT_EQ(j["skipped"], 6);
@@ -185,8 +189,8 @@ TEST(Collect, OtherKernelsDirectoriesAndTensors) {
   };
   for (const Case& c : {Case{"spmm", dir.path() + "/m", "j=8"},
                         Case{"sddmm", dir.path() + "/m", "k=8"}, Case{"mttkrp", tensor, "j=4"}}) {
-    CliResult r = RunCli({"collect", "--kernel", c.kernel, c.path, "--samples", "3", "--dense",
-                          c.dense, "--db", db, "--json"},
+    CliResult r = RunCli({"collect", "--no-rules", "--kernel", c.kernel, c.path, "--samples", "3",
+                          "--dense", c.dense, "--db", db, "--json"},
                          Env(dir));
     ASSERT_EQ(r.exit_code, 0) << c.kernel << ": " << r.err;
     nlohmann::json j = Json(r);
@@ -222,8 +226,9 @@ TEST(Collect, ListFilesAndManifestsRecordWhereMatricesComeFrom) {
   std::vector<std::string> env = Env(dir);
   env.push_back("SPARSETUNE_CORPUS_CACHE=" + dir.path() + "/cache");
   env.push_back("SPARSETUNE_SHARED_DATASETS=" + dir.path() + "/shared");
-  CliResult r = RunCli(
-      {"collect", "--kernel", "spmv", list, manifest, "--samples", "1", "--db", db, "--json"}, env);
+  CliResult r = RunCli({"collect", "--no-rules", "--kernel", "spmv", list, manifest, "--samples",
+                        "1", "--db", db, "--json"},
+                       env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json(r)["files"], 3);
   EXPECT_EQ(Query(db, "SELECT name || ' ' || source_path FROM matrices ORDER BY name"),
@@ -242,14 +247,14 @@ TEST(Collect, KilledMidwayResumesWithoutDuplicates) {
   for (int m = 0; m < 3; ++m)
     files.push_back(Generate(dir, "k" + std::to_string(m), 50 + 10 * m, 250, 10 + m));
   const std::string db = dir.path() + "/kill.db";
-  std::vector<std::string> args = {"collect", "--kernel", "spmv", "--samples",
-                                   "6",       "--db",     db,     "--json"};
+  std::vector<std::string> args = {"collect", "--no-rules", "--kernel", "spmv",  "--samples",
+                                   "6",       "--db",       db,         "--json"};
   args.insert(args.end(), files.begin(), files.end());
 
   // Warm the compiled-kernel cache so that the killed run spends its time measuring.
   const std::string warm_db = dir.path() + "/warm.db";
   std::vector<std::string> warm = args;
-  warm[6] = warm_db;
+  warm[7] = warm_db;  // the value of --db
   ASSERT_EQ(RunCli(warm, Env(dir)).exit_code, 0);
   const int64_t total = Count(warm_db,
                               "SELECT (SELECT count(*) FROM measurements) + "
@@ -305,8 +310,8 @@ TEST(Collect, RunawayKernelIsAbandonedAndTheCollectionGoesOn) {
   // With a limit far below one verification and timing (several milliseconds even for the
   // fastest kernel), schedules are abandoned: each is recorded as timed out and the command
   // restarts itself to go on with the next.
-  CliResult r = RunCli({"collect", "--kernel", "spmv", a, "--samples", "2", "--db", db,
-                        "--hard-limit", "0.001", "--json"},
+  CliResult r = RunCli({"collect", "--no-rules", "--kernel", "spmv", a, "--samples", "2", "--db",
+                        db, "--hard-limit", "0.001", "--json"},
                        Env(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = Json(r);
@@ -323,8 +328,8 @@ TEST(Collect, SlowRunsAreRecordedAsTimeouts) {
   TempDir dir;
   const std::string a = Generate(dir, "a", 300, 3000, 1);
   const std::string db = dir.path() + "/t.db";
-  CliResult r = RunCli({"collect", "--kernel", "spmm", a, "--samples", "0", "--db", db, "--max-ms",
-                        "0.000001", "--json"},
+  CliResult r = RunCli({"collect", "--no-rules", "--kernel", "spmm", a, "--samples", "0", "--db",
+                        db, "--max-ms", "0.000001", "--json"},
                        Env(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = Json(r);
@@ -337,9 +342,10 @@ TEST(Db, ExportImportMergeRoundTrip) {
   TempDir dir;
   const std::string a = Generate(dir, "a", 40, 200, 5);
   const std::string db = dir.path() + "/src.db";
-  ASSERT_EQ(
-      RunCli({"collect", "--kernel", "spmv", a, "--samples", "4", "--db", db}, Env(dir)).exit_code,
-      0);
+  ASSERT_EQ(RunCli({"collect", "--no-rules", "--kernel", "spmv", a, "--samples", "4", "--db", db},
+                   Env(dir))
+                .exit_code,
+            0);
   const std::string out = dir.path() + "/spmv.jsonl.gz";
   CliResult r = RunCli({"db", "export", "--db", db, "--measurements", out}, Env(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -361,8 +367,9 @@ TEST(Db, ExportImportMergeRoundTrip) {
   ASSERT_EQ(RunCli({"db", "import", "--db", fresh, out}, Env(dir)).exit_code, 0);
   EXPECT_EQ(stats(fresh), stats(db));
   // collect on the imported database resumes: nothing left to measure.
-  r = RunCli({"collect", "--kernel", "spmv", a, "--samples", "4", "--db", fresh, "--json"},
-             Env(dir));
+  r = RunCli(
+      {"collect", "--no-rules", "--kernel", "spmv", a, "--samples", "4", "--db", fresh, "--json"},
+      Env(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json(r)["skipped"], 5);
 

@@ -15,6 +15,7 @@
 #include "base/errors.hpp"
 #include "base/threads.hpp"
 #include "ir/kernels.hpp"
+#include "superschedule/waco_template.hpp"
 #include "support/spinners.hpp"
 
 namespace sparsetune {
@@ -59,7 +60,23 @@ class CollectionTest : public ::testing::Test {
     request.expression = KernelExpression("spmv");
     request.db_path = (dir_ / "t.db").string();
     request.samples = samples;
+    request.rules = false;  // their number depends on the machine's caches
     return request;
+  }
+
+  std::vector<std::string> Texts(const std::string& sql) {
+    sqlite3* db = nullptr;
+    std::vector<std::string> out;
+    if (sqlite3_open_v2((dir_ / "t.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* stmt = nullptr;
+      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+        while (sqlite3_step(stmt) == SQLITE_ROW)
+          out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+      }
+      sqlite3_finalize(stmt);
+    }
+    sqlite3_close(db);
+    return out;
   }
 
   int64_t Count(const std::string& sql) {
@@ -133,6 +150,27 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   EXPECT_EQ(steps,
             (std::vector<std::string>{"a reading", "a sampling", "b reading", "b sampling"}));
   EXPECT_EQ(last.done(), 8);
+}
+
+TEST_F(CollectionTest, RuleCandidatesTheTemplateExpressesAreMeasuredBesideTheSamples) {
+  CollectRequest request = Spmv({Matrix("a", 64, 300, 3)}, 2);
+  request.rules = true;
+  const CollectReport report = RunCollection(request, {});
+  const std::string rule_schedules =
+      "SELECT s.canonical_json FROM schedules s JOIN measurements m ON m.schedule_id = s.id "
+      "WHERE m.source IN ('heuristic', 'scorch')";
+  const std::vector<std::string> rules = Texts(rule_schedules);
+  // CSR with nonzero-balanced rows at least; rules with prefetching, orderings or grouped
+  // levels would be dropped by training and are not measured.
+  ASSERT_FALSE(rules.empty());
+  const auto spmv = WacoTemplate::ForKernel("spmv");
+  for (const std::string& json : rules) {
+    std::string error;
+    EXPECT_TRUE(spmv->FromSchedule(Schedule::FromJson(nlohmann::json::parse(json), "db"), &error))
+        << json << ": " << error;
+  }
+  // Besides FixedCSR and the two samples (rules that packing refuses are failures).
+  EXPECT_GE(report.tally.measured + report.tally.failed_total(), 3 + int64_t(rules.size()));
 }
 
 TEST(CollectTally, TwinSpreadIsANearestRankQuantile) {

@@ -316,6 +316,21 @@ TEST(WacoTemplate, FromScheduleRejectsWhatTheTemplateCannotExpress) {
                "parallel": {"index": "i", "chunk": 512}})"),
                                   &error));
   EXPECT_NE(error.find("chunk"), std::string::npos) << error;
+  // Choices the encoding has no slot for: a point without them would name another kernel.
+  const std::string csr = R"("loop_order": ["i","k"], "parallel": "i")";
+  for (const auto& [extra, cause] : std::vector<std::pair<std::string, std::string>>{
+           {R"("format": ["i:U","k:C"], "prefetch": 8)", "prefetch"},
+           {R"("format": ["i:U","k:C"], "ordering": "rcm")", "ordering"},
+           {R"("format": ["i:U","k:G4"])", "grouped"},
+           {R"("format": ["i:U","k:Q"])", "kind Q"}}) {
+    EXPECT_FALSE(spmv->FromSchedule(parse("{" + csr + ", " + extra + "}"), &error)) << extra;
+    EXPECT_NE(error.find(cause), std::string::npos) << error;
+  }
+  EXPECT_FALSE(WacoTemplate::ForKernel("spmm")->FromSchedule(
+      parse(R"({"splits": {"i": 8}, "loop_order": ["i1","k","i0","j"],
+               "format": ["i1:U","k:S","i0:U"], "parallel": "i1"})"),
+      &error));
+  EXPECT_NE(error.find("kind S"), std::string::npos) << error;
   // A split variable placed by hand and its normal form: the unsplit k gets k0 after k1.
   auto s = spmv->FromSchedule(parse(R"({"splits": {"i": 4}, "loop_order": ["k","i1","i0"],
                "format": ["k:C","i1:U","i0:C"], "parallel": {"index": "i1", "chunk": 2}})"),
