@@ -1,5 +1,6 @@
 #include "tune/candidate_sources.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <set>
@@ -165,9 +166,19 @@ std::optional<std::vector<TuneCandidate>> ModelTopKSource::Propose(
   stage_ms_["model_embed"] = MsSince(embed_start);
   auto waco = WacoTemplate::ForKernel(context.kernel);
   const auto& set = model->schedule_set();
+  std::vector<SuperSchedule> taken;
+  if (context.proposed) {
+    for (const TuneCandidate& c : *context.proposed) {
+      if (auto point = waco->FromSchedule(c.schedule, nullptr)) taken.push_back(*point);
+    }
+  }
   const auto search_start = std::chrono::steady_clock::now();
   const auto ranked = index->Search(
-      embedding, top_k_, [&](size_t s) { return waco->CheckMember(set[s], context.sizes).empty(); },
+      embedding, top_k_,
+      [&](size_t s) {
+        return std::find(taken.begin(), taken.end(), set[s]) == taken.end() &&
+               waco->CheckMember(set[s], context.sizes).empty();
+      },
       &evaluations_);
   stage_ms_["model_search"] = MsSince(search_start);
   std::vector<TuneCandidate> out;
@@ -180,9 +191,11 @@ GatheredCandidates GatherCandidates(const std::vector<CandidateSource*>& sources
                                     const CandidateContext& context,
                                     const std::function<void(const std::string&)>& stage) {
   GatheredCandidates gathered;
+  CandidateContext asking = context;
+  asking.proposed = &gathered.candidates;
   for (CandidateSource* source : sources) {
     if (stage && !source->stage().empty()) stage(source->stage());
-    std::optional<std::vector<TuneCandidate>> proposed = source->Propose(context);
+    std::optional<std::vector<TuneCandidate>> proposed = source->Propose(asking);
     if (!proposed) continue;
     gathered.sources_used.push_back(source->tag());
     for (TuneCandidate& c : *proposed) AddDistinct(gathered.candidates, std::move(c));

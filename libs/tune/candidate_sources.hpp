@@ -27,6 +27,8 @@ struct CandidateContext {
   std::string fingerprint;
   std::vector<int64_t> prefix_nnz;  // the operand's PatternStats::prefix_nnz
   int64_t value_bytes = 4;          // of a value of the operands (the dtype's size)
+  // What the sources asked before proposed (GatherCandidates sets it).
+  const std::vector<TuneCandidate>* proposed = nullptr;
 };
 
 class CandidateSource {
@@ -63,7 +65,8 @@ struct SampleOptions {
 std::unique_ptr<CandidateSource> SampledSource(const SampleOptions& options);
 
 // The cost model's top k SuperSchedules for the operand, found by the HNSW search over the
-// model's schedule set (only those valid for these sizes).
+// model's schedule set (only those valid for these sizes): k schedules that no earlier source
+// proposed, so that the rules the model learned do not take the places of its own picks.
 class ModelTopKSource : public CandidateSource {
  public:
   ModelTopKSource(std::string model_dir, int top_k, int search_ef);

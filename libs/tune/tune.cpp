@@ -61,8 +61,9 @@ std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, T
 }
 
 // The candidates of a tune, from its sources in the order their schedules are kept: FixedCSR
-// first (the baseline), Scorch, GroupCOO, the cost model's top k, the library rules, SparseAuto
-// for kernels without a template, and sampled SuperSchedules without a model (or when asked).
+// first (the baseline), Scorch, GroupCOO, the library rules, the cost model's top k of the
+// schedules not yet proposed, SparseAuto for kernels without a template, and sampled
+// SuperSchedules without a model (or when asked).
 GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operand& operand,
                                         const PatternStats& stats, const std::string& model_dir,
                                         const TuneProgress& progress, TuneReport& report) {
@@ -81,13 +82,13 @@ GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operan
   owned.push_back(FixedCsrSource());
   owned.push_back(ScorchSource());
   owned.push_back(GroupCooSource());
+  owned.push_back(LibraryRuleSource());
   ModelTopKSource* model = nullptr;
   if (!model_dir.empty()) {
     auto source = std::make_unique<ModelTopKSource>(model_dir, request.top_k, request.search_ef);
     model = source.get();
     owned.push_back(std::move(source));
   }
-  owned.push_back(LibraryRuleSource());
   if (!has_template) owned.push_back(SparseAutoSource(request.sparseauto_limit));
   SampleOptions sampling;
   // Without a model, random SuperSchedules stand in for its picks, unless the model was left

@@ -1,6 +1,9 @@
 // Where candidates come from: the sampler's determinism, and one gathering for every source.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "db/database.hpp"
@@ -62,6 +65,57 @@ TEST(Candidates, SourcesWithNothingToSayAreNotCountedAsUsed) {
   EXPECT_EQ(gathered.sources_used, (std::vector<std::string>{"fixed_csr", "heuristic"}));
   ASSERT_GE(gathered.candidates.size(), 2u);
   EXPECT_EQ(gathered.candidates[0].source, "fixed_csr");
+}
+
+// Schedules given by hand, as a source that came earlier.
+class GivenSource : public CandidateSource {
+ public:
+  explicit GivenSource(std::vector<TuneCandidate> given) : given_(std::move(given)) {}
+  std::string tag() const override { return "given"; }
+  std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext&) override {
+    return given_;
+  }
+
+ private:
+  std::vector<TuneCandidate> given_;
+};
+
+// The model's top k are k schedules that no earlier source proposed, also when it ranks one of
+// theirs (a rule it learned) among its best.
+TEST(Candidates, TheModelsPicksAreSchedulesNoEarlierSourceProposed) {
+  // The search graph is built once and kept with the compiled kernels of the tests.
+  setenv("SPARSETUNE_CACHE",
+         (std::filesystem::path(SPARSETUNE_BINARY).parent_path() / "test-jit-cache").c_str(), 1);
+  const Expression spmv = KernelExpression("spmv");
+  CooTensor tensor;
+  tensor.Reset({3000, 3000});
+  for (int32_t i = 0; i < 3000; ++i) {
+    for (int32_t k = std::max(0, i - 3); k <= std::min(2999, i + 3); ++k) {
+      const int32_t c[2] = {i, k};
+      tensor.Append(c, 1.0);
+    }
+  }
+  CandidateContext context;
+  context.kernel = context.kernel_key = "spmv";
+  context.expression = &spmv;
+  context.sizes = {{"i", 3000}, {"k", 3000}};
+  context.tensor = &tensor;
+  context.fingerprint = "banded";
+  const std::string model_dir = std::string(SPARSETUNE_SOURCE_DIR) + "/models/spmv";
+  ModelTopKSource alone(model_dir, 6, 64);
+  const std::vector<TuneCandidate> best = GatherCandidates({&alone}, context).candidates;
+  ASSERT_EQ(best.size(), 6u);
+
+  // An earlier source proposes the model's first and third picks.
+  GivenSource earlier({{best[0].schedule, "", "given"}, {best[2].schedule, "", "given"}});
+  ModelTopKSource model(model_dir, 6, 64);
+  const GatheredCandidates gathered = GatherCandidates({&earlier, &model}, context);
+  unsetenv("SPARSETUNE_CACHE");
+  EXPECT_EQ(gathered.sources_used, (std::vector<std::string>{"given", "model"}));
+  ASSERT_EQ(gathered.candidates.size(), 8u);
+  EXPECT_EQ(gathered.candidates[2].json, best[1].json);  // the model's next best move up
+  EXPECT_EQ(gathered.candidates[3].json, best[3].json);
+  EXPECT_GT(model.evaluations(), 0);
 }
 
 }  // namespace
