@@ -203,7 +203,7 @@ class Collection {
                         DenseOnlySizes(request_.expression, sizes), request_.dtype};
 
     Status("sampling");
-    const std::vector<TuneCandidate> candidates = Sample(tensor, sizes, stats, fingerprint);
+    const std::vector<TuneCandidate> candidates = Candidates(tensor, sizes, stats, fingerprint);
     progress_.total -= request_.samples + 1 - int64_t(candidates.size());
     const std::set<std::string> stored = db_->MeasuredScheduleHashes(key, true);
     std::vector<const TuneCandidate*> pending;
@@ -337,9 +337,9 @@ class Collection {
   // FixedCSR, the rule candidates the kernel's template expresses (the model cannot learn the
   // others), then distinct sampled schedules, deterministic in the seed, the kernel and the
   // pattern, so that a rerun finds the same ones.
-  std::vector<TuneCandidate> Sample(const CooTensor& tensor, const IndexSizes& sizes,
-                                    const PatternStats& stats,
-                                    const std::string& fingerprint) const {
+  std::vector<TuneCandidate> Candidates(const CooTensor& tensor, const IndexSizes& sizes,
+                                        const PatternStats& stats,
+                                        const std::string& fingerprint) const {
     CandidateContext context;
     context.kernel = request_.kernel;
     context.kernel_key = request_.kernel;
