@@ -5,6 +5,8 @@
 #             and the model's top K (--top-k K --samples 0)
 #   no-model  `tune --no-model --samples K`: the same rules and K random SuperSchedules
 #   oracle    `tune --top-k 50 --samples 100`: the rules, 100 random ones and the model's top 50
+# Each tune's second round (--refine, default 8) measures schedules one move from its first
+# round's best: those the model scores best, or random ones without the model.
 # Orderings are left out of all three (--orderings none): they are tried on top of whichever
 # schedule wins and would hide the difference. Matrices whose pattern is in the training export
 # of the kernel (datasets/measurements/<kernel>.jsonl.gz, by fingerprint) are skipped: the model
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
     --kernels) kernels=$2; shift 2 ;;
     --top-k) top_k=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "ablation.sh: unknown option $1" >&2; exit 2 ;;
     *) files+=("$1"); shift ;;
   esac

@@ -35,6 +35,7 @@ struct BatchOptions {
   std::string shard;
   std::string summary;
   int top_k = 10;
+  int refine = 8;
   int samples = -1;
   std::shared_ptr<bool> samples_given = std::make_shared<bool>(false);
   std::string model;
@@ -104,6 +105,8 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
   if (o.top_k < 1 || o.top_k > kMaxTopK)
     throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK));
+  if (o.refine < 0 || o.refine > kMaxTopK)
+    throw InputError("--refine must be from 0 to " + std::to_string(kMaxTopK));
   BatchRequest request;
   request.paths = o.paths;
   request.catalog_path = o.catalog;
@@ -124,6 +127,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   tune.sample_generic = *o.samples_given;
   tune.max_ms = o.max_ms;
   tune.top_k = o.top_k;
+  tune.refine = o.refine;
   tune.seed = o.seed;
   tune.orderings = o.orderings;
 
@@ -216,6 +220,9 @@ void RegisterBatch(CLI::App& app, Context& context) {
                   "Write one CSV row per matrix (name, path, status, nnz, winner_ms, "
                   "fixed_csr_ms, speedup, tune_ms, message) as each finishes");
   sub->add_option("--top-k", o->top_k, "Cost-model candidates to measure")->capture_default_str();
+  sub->add_option("--refine", o->refine,
+                  "Second-round schedules, one move from the first round's best (0: none)")
+      ->capture_default_str();
   sub->add_option_function<int>(
       "--samples",
       [o](const int& n) {

@@ -30,6 +30,7 @@ struct TuneOptions {
   KernelOptions kernel;
   std::string db;
   int top_k = 10;
+  int refine = 8;
   int search_ef = 100;
   int samples = -1;
   std::string model;
@@ -170,6 +171,8 @@ void RunTune(const TuneOptions& o) {
     throw InputError("--search-ef must be from 1 to " + std::to_string(kMaxSearchEf));
   if (o.top_k < 1 || o.top_k > kMaxTopK)
     throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK));
+  if (o.refine < 0 || o.refine > kMaxTopK)
+    throw InputError("--refine must be from 0 to " + std::to_string(kMaxTopK));
   TuneRequest request;
   request.path = o.file;
   request.kernel = k.name == "expr" ? "" : k.name;
@@ -184,6 +187,7 @@ void RunTune(const TuneOptions& o) {
   request.sample_generic = o.samples_given && *o.samples_given;
   request.max_ms = o.max_ms;
   request.top_k = o.top_k;
+  request.refine = o.refine;
   request.search_ef = o.search_ef;
   request.force = o.force;
   request.seed = o.seed;
@@ -308,6 +312,9 @@ void RegisterTune(CLI::App& app, Context& context) {
   AddKernelOptions(sub, o->kernel);
   AddDatabaseOption(sub, o->db);
   sub->add_option("--top-k", o->top_k, "Cost-model candidates to measure")->capture_default_str();
+  sub->add_option("--refine", o->refine,
+                  "Second-round schedules, one move from the first round's best (0: none)")
+      ->capture_default_str();
   sub->add_option_function<int>(
       "--samples",
       [o](const int& n) {

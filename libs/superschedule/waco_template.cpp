@@ -390,6 +390,86 @@ SuperSchedule WacoTemplate::Sample(const std::map<std::string, int64_t>& sizes,
                       " template produced no schedule that lowers: " + last_error);
 }
 
+std::vector<SuperSchedule> WacoTemplate::Neighbours(
+    const SuperSchedule& s, const std::map<std::string, int64_t>& sizes) const {
+  std::vector<SuperSchedule> out;
+  auto member = [&](SuperSchedule& n) {
+    n.parallel = ParallelFor(n.order);
+    Normalize(n);
+    return CheckMember(n, sizes).empty();
+  };
+  auto add = [&](SuperSchedule n) {
+    if (!member(n) || n == s || std::find(out.begin(), out.end(), n) != out.end()) return;
+    if (!Lower(expression_, ToSchedule(n)).nest) return;
+    out.push_back(std::move(n));
+  };
+  const int threads = s.threads > 1 ? s.threads : HardwareThreads();
+  for (const auto& index : indices_) {
+    const int log = Log2(s.splits.at(index));
+    for (int step : {-2, -1, 1, 2}) {
+      const int to = log + step;
+      if (to < 0 || to > MaxLog2Split(index, sizes)) continue;
+      SuperSchedule n = s;
+      n.splits[index] = int64_t(1) << to;
+      if (member(n)) {
+        add(std::move(n));
+        continue;
+      }
+      // A narrow dense inner split keeps its outer loop next to it: move it there.
+      const std::string outer = SplitVarName(index, SplitPart::kOuter);
+      const std::string inner = SplitVarName(index, SplitPart::kInner);
+      n.order.erase(std::find(n.order.begin(), n.order.end(), outer));
+      n.order.insert(std::find(n.order.begin(), n.order.end(), inner), outer);
+      add(std::move(n));
+    }
+  }
+  for (size_t p = 0; p + 1 < s.order.size(); ++p) {
+    SuperSchedule n = s;
+    std::swap(n.order[p], n.order[p + 1]);
+    add(std::move(n));
+  }
+  for (size_t v = 0; v < s.formats.size(); ++v) {
+    if (s.formats[v] == LevelKind::kSliced) continue;
+    SuperSchedule n = s;
+    n.formats[v] = s.formats[v] == LevelKind::kDense ? LevelKind::kCompressed : LevelKind::kDense;
+    add(std::move(n));
+  }
+  {
+    SuperSchedule n = s;
+    n.partition = s.partition == Partition::kBalanced ? Partition::kDynamic : Partition::kBalanced;
+    add(n);
+    if (n.partition == Partition::kDynamic) {
+      n.chunk = 16;
+      add(n);
+    }
+  }
+  if (s.partition == Partition::kDynamic) {
+    for (int64_t chunk : {s.chunk / 4, s.chunk * 4}) {
+      if (chunk < 1 || Log2(chunk) > max_log2_chunk_) continue;
+      SuperSchedule n = s;
+      n.chunk = chunk;
+      add(std::move(n));
+    }
+  }
+  for (int unroll : {s.unroll / 2, s.unroll * 2}) {
+    if (unroll < 1) continue;
+    SuperSchedule n = s;
+    n.unroll = unroll;
+    add(std::move(n));
+  }
+  {
+    SuperSchedule n = s;
+    n.threads = s.threads == 1 ? threads : 1;
+    add(std::move(n));
+  }
+  if (!spec_->transposable.empty()) {
+    SuperSchedule n = s;
+    n.transposed = !s.transposed;
+    add(std::move(n));
+  }
+  return out;
+}
+
 std::vector<SuperSchedule> WacoTemplate::SampleDistinct(
     const std::map<std::string, int64_t>& sizes, int count, std::mt19937_64& rng,
     const WacoSampleOptions& options, const std::set<std::string>& exclude) const {

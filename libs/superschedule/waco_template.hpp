@@ -176,6 +176,16 @@ class WacoTemplate {
   // Puts a structurally complete point into normal form.
   void Normalize(SuperSchedule& s) const;
 
+  // The members of the template one move away from `s` for these sizes, each in normal form and
+  // lowering, none equal to `s` or to each other. A move halves, doubles, quarters or quadruples
+  // one split (an unsplit index split by two or four), swaps two adjacent loops, flips one level
+  // of A between U and C, switches the partition, divides or multiplies the chunk by four,
+  // halves or doubles the partial sums, switches between one thread and all, or reads SDDMM's
+  // C the other way. A tune's second round measures the most promising of them around its best
+  // schedules: the best schedule is often one such move from a good one.
+  std::vector<SuperSchedule> Neighbours(const SuperSchedule& s,
+                                        const std::map<std::string, int64_t>& sizes) const;
+
   // The canonical schedule of a point.
   Schedule ToSchedule(const SuperSchedule& s) const;
   // The point (normal form) of a schedule over this template's variables, or nullopt with the

@@ -97,6 +97,64 @@ std::vector<OrderingKind> OrderingsToTry(const KernelRunner& runner,
   return out;
 }
 
+// Measures `schedules` side by side, again while the times look disturbed (up to
+// kMeasureAttempts in all); the attempts made and why the times stayed disturbed ("" if not).
+std::vector<RunResult> MeasureUndisturbed(
+    KernelRunner& runner, const std::vector<Schedule>& schedules, Jit& jit,
+    const ContestOptions& contest, const ContestObserver& observer, const MeasuringOptions& options,
+    const TuneProgress& progress, int* attempts, std::string* disturbance) {
+  std::vector<RunResult> results = MeasureTogether(runner, schedules, jit, contest, observer);
+  *attempts = 1;
+  *disturbance = DisturbanceOf(results);
+  while (!disturbance->empty() && options.on_busy != BusyPolicy::kIgnore &&
+         *attempts < kMeasureAttempts) {
+    if (progress.stage) progress.stage("measuring again (" + *disturbance + ")");
+    results = MeasureTogether(runner, schedules, jit, contest, observer);
+    ++*attempts;
+    *disturbance = DisturbanceOf(results);
+  }
+  if (!disturbance->empty() && options.on_busy == BusyPolicy::kFail)
+    throw MachineBusyError("the times were disturbed while measuring " + options.path + " (" +
+                           *disturbance + ", after measuring " + std::to_string(*attempts) +
+                           " times): nothing was stored; tune again on a quiet machine, or "
+                           "store it anyway with --on-busy store");
+  return results;
+}
+
+// The second round (MeasuringOptions::second_round): its schedules measured side by side with
+// FixedCSR twice, as the first round's, and appended to the candidates.
+void MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
+                        const ContestObserver& observer, const MeasuringOptions& options,
+                        const TuneProgress& progress, Measured& m) {
+  std::vector<TuneCandidate> more = options.second_round(m.candidates, m.results);
+  more.erase(std::remove_if(more.begin(), more.end(),
+                            [&](const TuneCandidate& c) {
+                              return std::any_of(
+                                  m.candidates.begin(), m.candidates.end(),
+                                  [&](const TuneCandidate& o) { return o.json == c.json; });
+                            }),
+             more.end());
+  if (more.empty()) return;
+  if (progress.stage) progress.stage("second round");
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Schedule> schedules{m.candidates[0].schedule};
+  for (const auto& c : more) schedules.push_back(c.schedule);
+  schedules.push_back(m.candidates[0].schedule);
+  ContestOptions round = contest;
+  round.timed_in_full = {0, schedules.size() - 1};
+  int attempts = 1;
+  std::string disturbance;
+  const std::vector<RunResult> results = MeasureUndisturbed(
+      runner, schedules, jit, round, observer, options, progress, &attempts, &disturbance);
+  if (m.disturbance.empty()) m.disturbance = disturbance;
+  m.attempts = std::max(m.attempts, attempts);
+  for (size_t o = 0; o < more.size(); ++o) {
+    m.candidates.push_back(std::move(more[o]));
+    m.results.insert(m.results.end() - 1, results[o + 1]);  // the FixedCSR repeat stays last
+  }
+  m.stage_ms["second"] = MsSince(start);
+}
+
 // The final round (FinalRound). Its times replace the first round's for the schedules it
 // measures again, so the winner is chosen among times taken side by side.
 void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
@@ -253,25 +311,14 @@ Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor
   contest.timed_in_full = {0, schedules.size() - 1};
   ContestObserver observer;
   observer.after_step = progress.step;
-  m.results = MeasureTogether(runner, schedules, jit, contest, observer);
   // A winner from disturbed measurements is no winner: each group was already timed again
   // while it looked disturbed (TimingOptions::disturbance_retries); if the times still were,
-  // or the two timings of identical FixedCSR code disagree, everything is measured again (up
-  // to kMeasureAttempts in all).
-  m.disturbance = DisturbanceOf(m.results);
-  while (!m.disturbance.empty() && options.on_busy != BusyPolicy::kIgnore &&
-         m.attempts < kMeasureAttempts) {
-    if (progress.stage) progress.stage("measuring again (" + m.disturbance + ")");
-    m.results = MeasureTogether(runner, schedules, jit, contest, observer);
-    ++m.attempts;
-    m.disturbance = DisturbanceOf(m.results);
-  }
+  // or the two timings of identical FixedCSR code disagree, everything is measured again.
+  m.results = MeasureUndisturbed(runner, schedules, jit, contest, observer, options, progress,
+                                 &m.attempts, &m.disturbance);
   m.stage_ms["measure"] = MsSince(start);
-  if (!m.disturbance.empty() && options.on_busy == BusyPolicy::kFail)
-    throw MachineBusyError("the times were disturbed while measuring " + options.path + " (" +
-                           m.disturbance + ", after measuring " + std::to_string(m.attempts) +
-                           " times): nothing was stored; tune again on a quiet machine, or "
-                           "store it anyway with --on-busy store");
+  if (options.second_round)
+    MeasureSecondRound(runner, jit, contest, observer, options, progress, m);
   MeasureFinalRound(runner, jit, contest, observer, options, progress, m);
   RetimeWinnersPreparation(runner, m);
   for (size_t c = 0; c < m.candidates.size(); ++c)

@@ -67,6 +67,11 @@ struct MeasuringOptions {
   uint64_t seed = 1;
   BusyPolicy on_busy = BusyPolicy::kFail;
   std::vector<OrderingKind> orderings = DefaultOrderings();
+  // Schedules to measure in a second round before the final one, given the first round's
+  // candidates and results (tune's RefinementCandidates); unset or none: no second round.
+  std::function<std::vector<TuneCandidate>(const std::vector<TuneCandidate>&,
+                                           const std::vector<RunResult>&)>
+      second_round;
 };
 
 // Two timings of identical code (FixedCSR measured twice in one contest) that differ by more
@@ -87,14 +92,16 @@ struct TuneCandidateResult {
 };
 
 struct Measured {
-  // The candidates (FixedCSR first), the ordered variants of the final round after them.
+  // The candidates (FixedCSR first), the second round's after them, then the ordered variants
+  // of the final round.
   std::vector<TuneCandidate> candidates;
   // One per candidate, then FixedCSR's repeat.
   std::vector<RunResult> results;
   std::vector<TuneCandidateResult> lines;  // one per candidate, as the report shows them
   int attempts = 1;                        // how many times the first round was measured
   std::string disturbance;                 // why the times stayed disturbed ("" when they did not)
-  std::map<std::string, double> stage_ms;  // "measure", and "final" for the final round
+  // "measure", "second" for the second round and "final" for the final round
+  std::map<std::string, double> stage_ms;
 };
 
 // The verified candidate with the least median time (the winner), or -1.

@@ -18,6 +18,7 @@
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
 #include "tune/candidate_sources.hpp"
+#include "tune/refinement.hpp"
 
 namespace sparsetune {
 
@@ -64,9 +65,11 @@ std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, T
 // first (the baseline), Scorch, GroupCOO, the library rules, the cost model's top k of the
 // schedules not yet proposed, SparseAuto for kernels without a template, and sampled
 // SuperSchedules without a model (or when asked).
+// `loaded_model` receives the model the search loaded, for the second round.
 GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operand& operand,
                                         const PatternStats& stats, const std::string& model_dir,
-                                        const TuneProgress& progress, TuneReport& report) {
+                                        const TuneProgress& progress, TuneReport& report,
+                                        std::unique_ptr<CostModel>& loaded_model) {
   const bool has_template =
       !request.kernel.empty() && WacoTemplate::ForKernel(request.kernel) != nullptr;
   CandidateContext context;
@@ -105,6 +108,7 @@ GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operan
   if (model) {
     for (const auto& [stage, ms] : model->stage_ms()) report.stage_ms[stage] = ms;
     report.model_evaluations = model->evaluations();
+    loaded_model = model->TakeModel();
   }
   return gathered;
 }
@@ -242,8 +246,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     // The pattern statistics feed Scorch's heuristic and SparseAuto here and are stored with
     // the matrix below.
     const PatternStats stats = ComputePatternStats(operand.tensor);
+    std::unique_ptr<CostModel> model;
     GatheredCandidates gathered =
-        GatherTuneCandidates(request, operand, stats, model_dir, progress, report);
+        GatherTuneCandidates(request, operand, stats, model_dir, progress, report, model);
     report.sources_used = gathered.sources_used;
     report.stage_ms["candidates"] = MsSince(t);
 
@@ -253,6 +258,17 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     measuring.seed = request.seed;
     measuring.on_busy = request.on_busy;
     measuring.orderings = request.orderings;
+    const auto waco = WacoTemplate::ForKernel(request.kernel);
+    if (waco && request.refine > 0) {
+      RefinementOptions refinement;
+      refinement.count = request.refine;
+      refinement.seed = request.seed;
+      measuring.second_round = [&, refinement](const std::vector<TuneCandidate>& candidates,
+                                               const std::vector<RunResult>& results) {
+        return RefinementCandidates(*waco, operand.sizes, candidates, results, model.get(),
+                                    refinement, report.kernel + operand.fingerprint);
+      };
+    }
     const Measured measured =
         MeasureCandidates(e, operand.tensor, operand.sizes, request.dtype, jit,
                           std::move(gathered.candidates), measuring, progress);

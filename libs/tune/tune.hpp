@@ -38,7 +38,10 @@ struct TuneRequest {
   bool sample_generic = false;
   // A run slower than this (and than 20 times FixedCSR's first run) stops that candidate.
   double max_ms = 1000;
-  int top_k = 10;       // cost-model candidates, when a model is available
+  int top_k = 10;  // cost-model candidates, when a model is available
+  // Schedules of the second round (refinement.hpp): one move from the first round's best,
+  // ranked by the model (at random without one); 0: no second round.
+  int refine = 8;
   int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
   // Orderings tried on the best schedules of the first round (measuring.hpp).

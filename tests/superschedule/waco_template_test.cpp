@@ -3,6 +3,8 @@
 // round trip through canonical JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -339,6 +341,74 @@ TEST(WacoTemplate, FromScheduleRejectsWhatTheTemplateCannotExpress) {
   EXPECT_EQ(s->order, (std::vector<std::string>{"k1", "k0", "i1", "i0"}));
   EXPECT_EQ(s->formats, (std::vector<LevelKind>{LevelKind::kDense, LevelKind::kCompressed,
                                                 LevelKind::kCompressed, LevelKind::kDense}));
+}
+
+}  // namespace
+}  // namespace sparsetune
+
+namespace sparsetune {
+namespace {
+
+// How many of the choices that a move changes differ between two points: the splits of each
+// index, the loop order, each level's format, the partition with its chunk, the partial sums,
+// the threads, C's transposition. A split move may also move its own loops and formats, and a
+// move that leaves no reduction to split ends the partial sums (normal form): those count with
+// the move.
+int ChoicesChanged(const SuperSchedule& a, const SuperSchedule& b) {
+  int changed = 0;
+  bool split_changed = false;
+  for (const auto& [index, split] : a.splits) {
+    if (b.splits.at(index) != split) ++changed, split_changed = true;
+  }
+  if (!split_changed) {
+    changed += a.order != b.order;
+    for (size_t v = 0; v < a.formats.size(); ++v) changed += a.formats[v] != b.formats[v];
+  }
+  changed += a.partition != b.partition || a.chunk != b.chunk;
+  changed += (a.threads == 1) != (b.threads == 1);
+  changed += a.transposed != b.transposed;
+  if (a.unroll != b.unroll && !(changed > 0 && b.unroll == 1)) ++changed;
+  return changed;
+}
+
+TEST(WacoTemplate, NeighboursAreMembersOneMoveAway) {
+  for (const std::string& kernel : WacoTemplate::Kernels()) {
+    auto t = WacoTemplate::ForKernel(kernel);
+    const Sizes sizes = SizesFor(*t, DimsFor(*t)[3]);
+    std::mt19937_64 rng(7);
+    for (int draw = 0; draw < 20; ++draw) {
+      const SuperSchedule s = t->Sample(sizes, rng);
+      const std::vector<SuperSchedule> near = t->Neighbours(s, sizes);
+      EXPECT_GE(near.size(), 4u) << kernel << " " << s.ToJson().dump();
+      std::set<std::string> seen{t->ToSchedule(s).CanonicalJson()};
+      for (const SuperSchedule& n : near) {
+        EXPECT_EQ(t->CheckMember(n, sizes), "") << kernel << " " << n.ToJson().dump();
+        EXPECT_TRUE(Lower(t->expression(), t->ToSchedule(n)).nest) << n.ToJson().dump();
+        EXPECT_TRUE(seen.insert(t->ToSchedule(n).CanonicalJson()).second) << n.ToJson().dump();
+        EXPECT_EQ(ChoicesChanged(s, n), 1) << kernel << "\n"
+                                           << s.ToJson().dump() << "\n"
+                                           << n.ToJson().dump();
+      }
+    }
+  }
+}
+
+TEST(WacoTemplate, NeighboursOfCsrIncludeBlocksAndCodeChoices) {
+  auto spmm = WacoTemplate::ForKernel("spmm");
+  const Sizes sizes = SizesFor(*spmm, {4884, 4884});
+  const auto csr = spmm->FromSchedule(FixedCsrSchedule(spmm->expression()), nullptr);
+  ASSERT_TRUE(csr);
+  const std::vector<SuperSchedule> near = spmm->Neighbours(*csr, sizes);
+  auto has = [&](const std::function<bool(const SuperSchedule&)>& what) {
+    return std::any_of(near.begin(), near.end(), what);
+  };
+  // Rows in blocks of two and of four, dense inside (a step towards BCSR).
+  EXPECT_TRUE(has([](const SuperSchedule& n) { return n.splits.at("i") == 2; }));
+  EXPECT_TRUE(has([](const SuperSchedule& n) { return n.splits.at("i") == 4; }));
+  EXPECT_TRUE(has([&](const SuperSchedule& n) { return n.splits.at("j") != csr->splits.at("j"); }));
+  EXPECT_TRUE(has([&](const SuperSchedule& n) { return n.partition != csr->partition; }));
+  EXPECT_TRUE(has([&](const SuperSchedule& n) { return (n.threads == 1) != (csr->threads == 1); }));
+  EXPECT_FALSE(has([&](const SuperSchedule& n) { return n == *csr; }));
 }
 
 }  // namespace

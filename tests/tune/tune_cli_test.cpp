@@ -77,6 +77,31 @@ TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
   EXPECT_FALSE(nlohmann::json::parse(miss.out)["hit"].get<bool>());
 }
 
+// After the first round, a second one measures schedules one move from its best; --refine 0
+// leaves it out.
+TEST(TuneCli, ASecondRoundMeasuresNeighboursOfTheFirstRoundsBest) {
+  TempDir dir;
+  auto refined = [&](const std::string& count, nlohmann::json* report) {
+    const auto run = RunCli({"tune", kExample, "--kernel", "spmv", "--db", dir.File(count + ".db"),
+                             "--samples", "3", "--refine", count, "--orderings", "none", "--json"});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    *report = nlohmann::json::parse(run.out);
+    int n = 0;
+    for (const auto& c : (*report)["candidates"]) {
+      if (c["source"] != "refined") continue;
+      ++n;
+      EXPECT_EQ(c["status"], "ok") << c.dump();
+    }
+    return n;
+  };
+  nlohmann::json with, without;
+  EXPECT_EQ(refined("4", &with), 4);
+  EXPECT_TRUE(with["stage_ms"].contains("second"));
+  EXPECT_EQ(refined("0", &without), 0);
+  EXPECT_FALSE(without["stage_ms"].contains("second"));
+  EXPECT_EQ(RunCli({"tune", kExample, "--kernel", "spmv", "--refine", "-1"}).exit_code, 2);
+}
+
 // The shipped MTTKRP model ranks schedules that gain 1.02x over FixedCSR at best: tune measures
 // the rule candidates alone and says why; named with --model, the model is consulted.
 TEST(TuneCli, AModelWithNothingToRankIsNotConsulted) {
