@@ -5,8 +5,8 @@
 #             and the model's top K (--top-k K --samples 0)
 #   no-model  `tune --no-model --samples K`: the same rules and K random SuperSchedules
 #   oracle    `tune --top-k 50 --samples 100`: the rules, 100 random ones and the model's top 50
-# Each tune's second round (--refine, default 8) measures schedules one move from its first
-# round's best: those the model scores best, or random ones without the model.
+# Each tune's second round (--refine, default 8) measures random schedules one move from its
+# first round's fastest, with or without the model.
 # Orderings are left out of all three (--orderings none): they are tried on top of whichever
 # schedule wins and would hide the difference. Matrices whose pattern is in the training export
 # of the kernel (datasets/measurements/<kernel>.jsonl.gz, by fingerprint) are skipped: the model

@@ -398,18 +398,23 @@ std::vector<SuperSchedule> WacoTemplate::Neighbours(
     Normalize(n);
     return CheckMember(n, sizes).empty();
   };
+  // All threads are written as their count (a rule's 0 means the same), so that no neighbour
+  // repeats another's code under another name.
+  const int threads = s.threads > 1 ? s.threads : HardwareThreads();
+  SuperSchedule base = s;
+  if (base.threads != 1) base.threads = threads;
   auto add = [&](SuperSchedule n) {
-    if (!member(n) || n == s || std::find(out.begin(), out.end(), n) != out.end()) return;
+    if (!member(n) || n == s || n == base || std::find(out.begin(), out.end(), n) != out.end())
+      return;
     if (!Lower(expression_, ToSchedule(n)).nest) return;
     out.push_back(std::move(n));
   };
-  const int threads = s.threads > 1 ? s.threads : HardwareThreads();
   for (const auto& index : indices_) {
     const int log = Log2(s.splits.at(index));
     for (int step : {-2, -1, 1, 2}) {
       const int to = log + step;
       if (to < 0 || to > MaxLog2Split(index, sizes)) continue;
-      SuperSchedule n = s;
+      SuperSchedule n = base;
       n.splits[index] = int64_t(1) << to;
       if (member(n)) {
         add(std::move(n));
@@ -424,18 +429,18 @@ std::vector<SuperSchedule> WacoTemplate::Neighbours(
     }
   }
   for (size_t p = 0; p + 1 < s.order.size(); ++p) {
-    SuperSchedule n = s;
+    SuperSchedule n = base;
     std::swap(n.order[p], n.order[p + 1]);
     add(std::move(n));
   }
   for (size_t v = 0; v < s.formats.size(); ++v) {
     if (s.formats[v] == LevelKind::kSliced) continue;
-    SuperSchedule n = s;
+    SuperSchedule n = base;
     n.formats[v] = s.formats[v] == LevelKind::kDense ? LevelKind::kCompressed : LevelKind::kDense;
     add(std::move(n));
   }
   {
-    SuperSchedule n = s;
+    SuperSchedule n = base;
     n.partition = s.partition == Partition::kBalanced ? Partition::kDynamic : Partition::kBalanced;
     add(n);
     if (n.partition == Partition::kDynamic) {
@@ -446,24 +451,24 @@ std::vector<SuperSchedule> WacoTemplate::Neighbours(
   if (s.partition == Partition::kDynamic) {
     for (int64_t chunk : {s.chunk / 4, s.chunk * 4}) {
       if (chunk < 1 || Log2(chunk) > max_log2_chunk_) continue;
-      SuperSchedule n = s;
+      SuperSchedule n = base;
       n.chunk = chunk;
       add(std::move(n));
     }
   }
   for (int unroll : {s.unroll / 2, s.unroll * 2}) {
     if (unroll < 1) continue;
-    SuperSchedule n = s;
+    SuperSchedule n = base;
     n.unroll = unroll;
     add(std::move(n));
   }
   {
-    SuperSchedule n = s;
-    n.threads = s.threads == 1 ? threads : 1;
+    SuperSchedule n = base;
+    n.threads = base.threads == 1 ? threads : 1;
     add(std::move(n));
   }
   if (!spec_->transposable.empty()) {
-    SuperSchedule n = s;
+    SuperSchedule n = base;
     n.transposed = !s.transposed;
     add(std::move(n));
   }

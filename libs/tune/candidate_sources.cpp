@@ -156,15 +156,13 @@ ModelTopKSource::ModelTopKSource(std::string model_dir, int top_k, int search_ef
 std::optional<std::vector<TuneCandidate>> ModelTopKSource::Propose(
     const CandidateContext& context) {
   const auto model_start = std::chrono::steady_clock::now();
-  model_ = LoadCostModel(model_dir_, context.kernel);
-  CostModel* model = model_.get();
+  auto model = LoadCostModel(model_dir_, context.kernel);
   SearchOptions search;
   search.ef = search_ef_;
   auto index = ScheduleIndex::Open(*model, CacheDirectory() + "/search", search);
   stage_ms_["model_load"] = MsSince(model_start);
   const auto embed_start = std::chrono::steady_clock::now();
   const std::vector<float> embedding = model->EmbedMatrix(*context.tensor);
-  model->SetMatrix(*context.tensor);
   stage_ms_["model_embed"] = MsSince(embed_start);
   auto waco = WacoTemplate::ForKernel(context.kernel);
   const auto& set = model->schedule_set();

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/cost_model.hpp"
 #include "ir/expression.hpp"
 #include "tensor/coo.hpp"
 #include "tune/candidates.hpp"
@@ -78,12 +77,8 @@ class ModelTopKSource : public CandidateSource {
   // After Propose: how long loading, embedding and searching took, and the head's evaluations.
   const std::map<std::string, double>& stage_ms() const { return stage_ms_; }
   int64_t evaluations() const { return evaluations_; }
-  // After Propose: the model it loaded, set to the operand (CostModel::SetMatrix), for scoring
-  // more of the operand's schedules; null before.
-  std::unique_ptr<CostModel> TakeModel() { return std::move(model_); }
 
  private:
-  std::unique_ptr<CostModel> model_;
   std::string model_dir_;
   int top_k_;
   int search_ef_;

@@ -1,7 +1,6 @@
 #include "tune/refinement.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <random>
 #include <set>
 
@@ -13,7 +12,7 @@ std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
                                                 const std::map<std::string, int64_t>& sizes,
                                                 const std::vector<TuneCandidate>& measured,
                                                 const std::vector<RunResult>& results,
-                                                CostModel* model, const RefinementOptions& options,
+                                                const RefinementOptions& options,
                                                 const std::string& rng_key) {
   if (options.count <= 0) return {};
   std::vector<size_t> verified;
@@ -41,27 +40,11 @@ std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
       if (seen.insert(candidate.json).second) pool.push_back(std::move(candidate));
     }
   }
-  if (model) {
-    std::vector<float> scores(pool.size());
-    for (size_t p = 0; p < pool.size(); ++p) {
-      const auto point = waco.FromSchedule(pool[p].schedule, nullptr);
-      model->Enqueue(waco.Encode(*point), &scores[p]);
-    }
-    model->EvaluateCosts();
-    std::vector<size_t> rank(pool.size());
-    std::iota(rank.begin(), rank.end(), 0);
-    std::stable_sort(rank.begin(), rank.end(),
-                     [&](size_t a, size_t b) { return scores[a] < scores[b]; });
-    std::vector<TuneCandidate> ranked;
-    for (size_t r : rank) ranked.push_back(std::move(pool[r]));
-    pool = std::move(ranked);
-  } else {
-    StableHasher hasher;
-    hasher.UpdateString(rng_key);
-    hasher.UpdateU64(options.seed);
-    std::mt19937_64 rng(hasher.Digest64());
-    std::shuffle(pool.begin(), pool.end(), rng);
-  }
+  StableHasher hasher;
+  hasher.UpdateString(rng_key);
+  hasher.UpdateU64(options.seed);
+  std::mt19937_64 rng(hasher.Digest64());
+  std::shuffle(pool.begin(), pool.end(), rng);
   if (static_cast<int>(pool.size()) > options.count) pool.resize(options.count);
   return pool;
 }

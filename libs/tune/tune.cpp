@@ -65,11 +65,9 @@ std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, T
 // first (the baseline), Scorch, GroupCOO, the library rules, the cost model's top k of the
 // schedules not yet proposed, SparseAuto for kernels without a template, and sampled
 // SuperSchedules without a model (or when asked).
-// `loaded_model` receives the model the search loaded, for the second round.
 GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operand& operand,
                                         const PatternStats& stats, const std::string& model_dir,
-                                        const TuneProgress& progress, TuneReport& report,
-                                        std::unique_ptr<CostModel>& loaded_model) {
+                                        const TuneProgress& progress, TuneReport& report) {
   const bool has_template =
       !request.kernel.empty() && WacoTemplate::ForKernel(request.kernel) != nullptr;
   CandidateContext context;
@@ -108,7 +106,6 @@ GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operan
   if (model) {
     for (const auto& [stage, ms] : model->stage_ms()) report.stage_ms[stage] = ms;
     report.model_evaluations = model->evaluations();
-    loaded_model = model->TakeModel();
   }
   return gathered;
 }
@@ -246,9 +243,8 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     // The pattern statistics feed Scorch's heuristic and SparseAuto here and are stored with
     // the matrix below.
     const PatternStats stats = ComputePatternStats(operand.tensor);
-    std::unique_ptr<CostModel> model;
     GatheredCandidates gathered =
-        GatherTuneCandidates(request, operand, stats, model_dir, progress, report, model);
+        GatherTuneCandidates(request, operand, stats, model_dir, progress, report);
     report.sources_used = gathered.sources_used;
     report.stage_ms["candidates"] = MsSince(t);
 
@@ -265,8 +261,8 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
       refinement.seed = request.seed;
       measuring.second_round = [&, refinement](const std::vector<TuneCandidate>& candidates,
                                                const std::vector<RunResult>& results) {
-        return RefinementCandidates(*waco, operand.sizes, candidates, results, model.get(),
-                                    refinement, report.kernel + operand.fingerprint);
+        return RefinementCandidates(*waco, operand.sizes, candidates, results, refinement,
+                                    report.kernel + operand.fingerprint);
       };
     }
     const Measured measured =
