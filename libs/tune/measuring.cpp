@@ -127,13 +127,6 @@ void MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& co
                         const ContestObserver& observer, const MeasuringOptions& options,
                         const TuneProgress& progress, Measured& m) {
   std::vector<TuneCandidate> more = options.second_round(m.candidates, m.results);
-  more.erase(std::remove_if(more.begin(), more.end(),
-                            [&](const TuneCandidate& c) {
-                              return std::any_of(
-                                  m.candidates.begin(), m.candidates.end(),
-                                  [&](const TuneCandidate& o) { return o.json == c.json; });
-                            }),
-             more.end());
   if (more.empty()) return;
   if (progress.stage) progress.stage("second round");
   const auto start = std::chrono::steady_clock::now();

@@ -67,8 +67,9 @@ struct MeasuringOptions {
   uint64_t seed = 1;
   BusyPolicy on_busy = BusyPolicy::kFail;
   std::vector<OrderingKind> orderings = DefaultOrderings();
-  // Schedules to measure in a second round before the final one, given the first round's
-  // candidates and results (tune's RefinementCandidates); unset or none: no second round.
+  // Schedules to measure in a second round before the final one, none of them among the first
+  // round's candidates, given those candidates and their results (tune's
+  // RefinementCandidates); unset or none: no second round.
   std::function<std::vector<TuneCandidate>(const std::vector<TuneCandidate>&,
                                            const std::vector<RunResult>&)>
       second_round;
