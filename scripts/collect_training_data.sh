@@ -14,6 +14,7 @@
 #
 # Usage: scripts/collect_training_data.sh [options] [KERNEL...]  (default: spmv spmm sddmm mttkrp)
 #   --samples N         sampled schedules per matrix, besides FixedCSR (default 100)
+#   --neighbours N      then N schedules one move from each matrix's fastest (default 0)
 #   --limit N           only the first N corpus entries of each kernel (a representative slice)
 #   --batch N           matrices per collect run and export (default 10)
 #   --max-ms MS         a run slower than this is recorded as a timeout (default 1000)
@@ -32,6 +33,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 samples=100
+neighbours=0
 limit=0
 batch=10
 max_ms=1000
@@ -45,6 +47,7 @@ kernels=()
 while [ $# -gt 0 ]; do
   case $1 in
     --samples) samples=$2; shift 2 ;;
+    --neighbours) neighbours=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --max-ms) max_ms=$2; shift 2 ;;
@@ -54,13 +57,13 @@ while [ $# -gt 0 ]; do
     --shared) shared=$2; shift 2 ;;
     --materialize-only) materialize_only=1; shift ;;
     --no-held-out) with_held_out=0; shift ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "collect_training_data.sh: unknown option $1" >&2; exit 2 ;;
     *) kernels+=("$1"); shift ;;
   esac
 done
 [ ${#kernels[@]} -eq 0 ] && kernels=(spmv spmm sddmm mttkrp)
-for n in "$samples" "$limit" "$batch"; do
+for n in "$samples" "$neighbours" "$limit" "$batch"; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "collect_training_data.sh: '$n' is not a count" >&2; exit 2; }
 done
 [ "$batch" -gt 0 ] || { echo "collect_training_data.sh: --batch must be positive" >&2; exit 2; }
@@ -175,8 +178,8 @@ for kernel in "${kernels[@]}"; do
     [ "$materialize_only" -eq 1 ] && continue
     echo "-- $kernel: entries $((first + 1))-$((first + count)) of ${#lines[@]}" >&2
     status=0
-    "${bin[@]}" collect --kernel "$kernel" --samples "$samples" --max-ms "$max_ms" \
-      --wait-idle "$wait_idle" --db "$db" "$list" || status=$?
+    "${bin[@]}" collect --kernel "$kernel" --samples "$samples" --neighbours "$neighbours" \
+      --max-ms "$max_ms" --wait-idle "$wait_idle" --db "$db" "$list" || status=$?
     # 2: some file was unreadable (already reported); anything else stops the collection.
     if [ "$status" -ne 0 ] && [ "$status" -ne 2 ]; then
       echo "collect_training_data.sh: collect failed with exit code $status" >&2

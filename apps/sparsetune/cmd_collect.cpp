@@ -24,6 +24,7 @@ struct CollectOptions {
   std::vector<std::string> paths;
   KernelOptions kernel;
   int samples = 100;
+  int neighbours = 0;
   std::string db;
   double max_ms = 1000;
   double hard_limit_s = 0;  // 0: 5 x max_ms + 20 s
@@ -159,6 +160,7 @@ void RunCollect(const CollectOptions& o, Context& context) {
   request.dtype = k.dtype;
   request.db_path = DatabasePathOrDefault(o.db);
   request.samples = o.samples;
+  request.neighbours = o.neighbours;
   request.seed = o.seed;
   request.uniform = o.uniform;
   request.rules = !o.no_rules;
@@ -214,6 +216,11 @@ void RegisterCollect(CLI::App& app, Context& context) {
   sub->add_option("--samples,-n", o->samples,
                   "Sampled schedules per matrix (besides FixedCSR and the rules)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--neighbours", o->neighbours,
+                  "Then this many schedules one move from the matrix's fastest, as tune's second "
+                  "round draws them: the fine differences near the top")
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   AddDatabaseOption(sub, o->db);
   sub->add_option("--max-ms", o->max_ms,

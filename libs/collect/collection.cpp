@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <set>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
 #include "tune/candidate_sources.hpp"
+#include "tune/refinement.hpp"
 #include "tune/storing.hpp"
 
 namespace sparsetune {
@@ -135,7 +137,7 @@ class Collection {
         hard_limit_s_(request.hard_limit_s > 0 ? request.hard_limit_s
                                                : 5 * request.max_ms / 1000 + 20),
         start_(Clock::now()) {
-    progress_.total = int64_t(files_.size()) * (request.samples + 1);
+    progress_.total = int64_t(files_.size()) * (request.samples + 1 + request.neighbours);
     progress_.matrix_count = files_.size();
     if (!request.restart_command.empty()) {
       watchdog_ = std::make_unique<RestartWatchdog>(request.db_path, request.restart_command,
@@ -192,7 +194,7 @@ class Collection {
       tensor = ReadTensorFile(path, &warnings);
       sizes = ResolveIndexSizes(request_.expression, tensor.dims, request_.dense);
     } catch (const InputError& e) {
-      SkipFile(e.what(), request_.samples + 1);
+      SkipFile(e.what(), request_.samples + 1 + request_.neighbours);
       return;
     }
     const std::string fingerprint = PatternFingerprint(tensor);
@@ -205,6 +207,29 @@ class Collection {
     Status("sampling");
     const std::vector<TuneCandidate> candidates = Candidates(tensor, sizes, stats, fingerprint);
     progress_.total -= request_.samples + 1 - int64_t(candidates.size());
+    std::unique_ptr<KernelRunner> runner;
+    if (!MeasurePending(candidates, candidates.front(), key, tensor, sizes, path, runner)) {
+      progress_.total -= request_.neighbours;
+      return;
+    }
+    if (request_.neighbours > 0) {
+      Status("drawing neighbours");
+      const std::vector<TuneCandidate> neighbours = NeighbourCandidates(key, sizes);
+      progress_.total -= request_.neighbours - int64_t(neighbours.size());
+      if (!MeasurePending(neighbours, candidates.front(), key, tensor, sizes, path, runner)) return;
+    }
+    ++tally_.matrices_done;
+    Progressed();
+  }
+
+  // Measures and stores the candidates not yet in the database, beside FixedCSR twice (the
+  // first and last of the contest): two timings of identical code that disagree say the machine
+  // was not quiet, whatever each group's own spread said. FixedCSR's time is stored only when it
+  // is itself one of the pending candidates; a FixedCSR that failed here before (it ran away,
+  // say) is not run again. The runner is made on first need. False when the file was left out.
+  bool MeasurePending(const std::vector<TuneCandidate>& candidates, const TuneCandidate& fixed_csr,
+                      const TuningKey& key, const CooTensor& tensor, const IndexSizes& sizes,
+                      const std::string& path, std::unique_ptr<KernelRunner>& runner) {
     const std::set<std::string> stored = db_->MeasuredScheduleHashes(key, true);
     std::vector<const TuneCandidate*> pending;
     for (const auto& c : candidates) {
@@ -216,34 +241,26 @@ class Collection {
         ++tally_.skipped;
       }
     }
-    if (pending.empty()) {
-      ++tally_.matrices_done;
-      Progressed();
-      return;
-    }
+    if (pending.empty()) return true;
 
-    std::unique_ptr<KernelRunner> runner;
     try {
-      runner =
-          std::make_unique<KernelRunner>(request_.expression, tensor, sizes, request_.dtype, jit_);
-      Status("reference");
-      runner->reference();
+      if (!runner) {
+        runner = std::make_unique<KernelRunner>(request_.expression, tensor, sizes, request_.dtype,
+                                                jit_);
+        Status("reference");
+        runner->reference();
+      }
     } catch (const InputError& e) {
       SkipFile(path + ": " + e.what(), int64_t(pending.size()));
-      return;
+      return false;
     }
-    // FixedCSR twice beside the pending schedules: two timings of identical code that disagree
-    // say the machine was not quiet, whatever each group's own spread said. Its time is stored
-    // only when FixedCSR itself was pending; a FixedCSR that failed here before (it ran away,
-    // say) is not run again.
-    const TuneCandidate* fixed_csr = &candidates.front();
     std::vector<const TuneCandidate*> measured = pending;
     size_t offset = 0;
-    const bool fixed_pending = measured.front() == fixed_csr;
-    if (fixed_pending || db_->HasMeasurement(key, ScheduleHash(fixed_csr->json))) {
+    const bool fixed_pending = measured.front()->json == fixed_csr.json;
+    if (fixed_pending || db_->HasMeasurement(key, ScheduleHash(fixed_csr.json))) {
       offset = fixed_pending ? 0 : 1;
-      if (offset) measured.insert(measured.begin(), fixed_csr);
-      measured.push_back(fixed_csr);
+      if (offset) measured.insert(measured.begin(), &fixed_csr);
+      measured.push_back(&fixed_csr);
     }
     const bool twinned = measured.size() > 1 && measured.front() == measured.back();
     WaitForIdleCores();
@@ -264,7 +281,7 @@ class Collection {
     } catch (const InputError& e) {
       if (watchdog_) watchdog_->Disarm();
       SkipFile(path + ": " + e.what(), int64_t(pending.size()));
-      return;
+      return false;
     }
     if (watchdog_) watchdog_->Disarm();
     if (twinned && results.front().ok() && results.back().ok()) {
@@ -288,7 +305,32 @@ class Collection {
       }
       Progressed();
     }
-    ++tally_.matrices_done;
+    return true;
+  }
+
+  // Up to request_.neighbours schedules one move from the fastest stored times of the matrix
+  // (its neighbours' own times left out), none of them among those times: the same draw on a
+  // rerun, so that a finished matrix is skipped. Empty when the kernel has no template.
+  std::vector<TuneCandidate> NeighbourCandidates(const TuningKey& key,
+                                                 const IndexSizes& sizes) const {
+    const auto waco = WacoTemplate::ForKernel(request_.kernel);
+    if (!waco) return {};
+    std::vector<TuneCandidate> measured;
+    std::vector<RunResult> results;
+    for (const MeasurementRow& row : db_->TopK(key, std::numeric_limits<int>::max())) {
+      if (row.source == kRefinedSource) continue;
+      TuneCandidate candidate{ParseScheduleText(row.schedule.canonical_json, "a stored schedule"),
+                              row.schedule.canonical_json, row.source};
+      RunResult result;
+      result.status = RunStatus::kOk;
+      result.time.median_ms = row.median_ms;
+      measured.push_back(std::move(candidate));
+      results.push_back(result);
+    }
+    RefinementOptions options;
+    options.count = request_.neighbours;
+    options.seed = request_.seed;
+    return RefinementCandidates(*waco, sizes, measured, results, options, key.fingerprint);
   }
 
   // Why the FixedCSR twins (the first and the last result) disagree, or "".

@@ -70,6 +70,11 @@ struct CollectRequest {
   // Also the rule candidates (library rules, Scorch) that the kernel's template expresses, so
   // that the model learns their times and can rank them beside the sampled schedules.
   bool rules = true;
+  // Then schedules one move from the matrix's fastest (RefinementCandidates, as tune's second
+  // round), drawn from the first phase's measurements so that a rerun draws the same ones: the
+  // fine differences near the top, which random samples seldom land on, are where a model's
+  // first picks compete.
+  int neighbours = 0;
   double max_ms = 1000;  // a run slower than this is recorded as a timeout
   // A schedule still running after this many seconds is abandoned; 0: 5 x max_ms + 20 s.
   double hard_limit_s = 0;

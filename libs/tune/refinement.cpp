@@ -34,7 +34,7 @@ std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
     if (!point) continue;
     ++anchors;
     for (const SuperSchedule& n : waco.Neighbours(*point, sizes)) {
-      TuneCandidate candidate{waco.ToSchedule(n), "", "refined"};
+      TuneCandidate candidate{waco.ToSchedule(n), "", kRefinedSource};
       candidate.schedule.Canonicalize();
       candidate.json = candidate.schedule.CanonicalJson();
       if (seen.insert(candidate.json).second) pool.push_back(std::move(candidate));

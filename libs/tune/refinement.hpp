@@ -22,15 +22,18 @@
 
 namespace sparsetune {
 
+// The source tag of the schedules RefinementCandidates proposes.
+constexpr const char* kRefinedSource = "refined";
+
 struct RefinementOptions {
   int count = 8;    // schedules the second round measures (0: no second round)
   int anchors = 3;  // the fastest verified schedules of the first round whose neighbours compete
   uint64_t seed = 1;
 };
 
-// Up to `options.count` distinct schedules (tag "refined") one move from the `options.anchors`
-// fastest verified first-round schedules that the template expresses, none measured already,
-// drawn at random (deterministic in the seed and `rng_key`).
+// Up to `options.count` distinct schedules (tagged kRefinedSource) one move from the
+// `options.anchors` fastest verified first-round schedules that the template expresses, none
+// measured already, drawn at random (deterministic in the seed and `rng_key`).
 std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
                                                 const std::map<std::string, int64_t>& sizes,
                                                 const std::vector<TuneCandidate>& measured,

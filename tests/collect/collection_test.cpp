@@ -173,6 +173,50 @@ TEST_F(CollectionTest, RuleCandidatesTheTemplateExpressesAreMeasuredBesideTheSam
   EXPECT_GE(report.tally.measured + report.tally.failed_total(), 3 + int64_t(rules.size()));
 }
 
+TEST_F(CollectionTest, NeighboursOfTheFastestAreMeasuredAfterTheSamplesAndARerunSkipsThem) {
+  CollectRequest request = Spmv({Matrix("a", 64, 300, 5)}, 6);
+  request.neighbours = 4;
+  CollectReport report = RunCollection(request, {});
+  EXPECT_EQ(report.tally.matrices_done, 1);
+  // FixedCSR and 6 samples, then 4 neighbours (a refused format is stored as a failure).
+  EXPECT_EQ(report.tally.measured + report.tally.failed_total(), 11);
+  const std::vector<std::string> neighbours = Texts(
+      "SELECT s.canonical_json FROM schedules s JOIN measurements m ON m.schedule_id = s.id "
+      "WHERE m.source = 'refined'");
+  ASSERT_FALSE(neighbours.empty());
+  // Each one move from one of the three fastest of the first phase, and none of its schedules.
+  const std::vector<std::string> first = Texts(
+      "SELECT s.canonical_json FROM schedules s JOIN measurements m ON m.schedule_id = s.id "
+      "WHERE m.source != 'refined' ORDER BY m.median_ms");
+  const auto spmv = WacoTemplate::ForKernel("spmv");
+  const std::map<std::string, int64_t> sizes = {{"i", 64}, {"k", 64}};
+  std::set<std::string> reachable;
+  int anchors = 0;
+  for (const std::string& json : first) {
+    const auto point =
+        spmv->FromSchedule(Schedule::FromJson(nlohmann::json::parse(json), "db"), nullptr);
+    if (!point || anchors++ == 3) continue;
+    for (const SuperSchedule& n : spmv->Neighbours(*point, sizes)) {
+      Schedule schedule = spmv->ToSchedule(n);
+      schedule.Canonicalize();
+      reachable.insert(schedule.CanonicalJson());
+    }
+  }
+  for (const std::string& json : neighbours) {
+    EXPECT_TRUE(reachable.count(json)) << json;
+    EXPECT_EQ(std::count(first.begin(), first.end(), json), 0) << json;
+  }
+  // FixedCSR was timed twice in each of the two contests, and stored once.
+  EXPECT_EQ(report.tally.twin_spreads.size(), 2u);
+  EXPECT_EQ(Count("SELECT count(*) FROM measurements WHERE source = 'fixed_csr'"), 1);
+
+  const int64_t stored =
+      Count("SELECT count(*) FROM measurements") + Count("SELECT count(*) FROM failures");
+  report = RunCollection(request, {});
+  EXPECT_EQ(report.tally.measured + report.tally.failed_total(), 0);
+  EXPECT_EQ(report.tally.skipped, stored);
+}
+
 TEST(CollectTally, TwinSpreadIsANearestRankQuantile) {
   CollectTally tally;
   EXPECT_EQ(tally.TwinSpread(0.9), 0);
