@@ -36,6 +36,7 @@ struct BatchOptions {
   std::string summary;
   int top_k = 10;
   int refine = 8;
+  int refine_steps = 2;
   int samples = -1;
   std::shared_ptr<bool> samples_given = std::make_shared<bool>(false);
   std::string model;
@@ -107,6 +108,8 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
     throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK));
   if (o.refine < 0 || o.refine > kMaxTopK)
     throw InputError("--refine must be from 0 to " + std::to_string(kMaxTopK));
+  if (o.refine_steps < 1 || o.refine_steps > kMaxRefineSteps)
+    throw InputError("--refine-steps must be from 1 to " + std::to_string(kMaxRefineSteps));
   BatchRequest request;
   request.paths = o.paths;
   request.catalog_path = o.catalog;
@@ -128,6 +131,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   tune.max_ms = o.max_ms;
   tune.top_k = o.top_k;
   tune.refine = o.refine;
+  tune.refine_steps = o.refine_steps;
   tune.seed = o.seed;
   tune.orderings = o.orderings;
 
@@ -221,7 +225,10 @@ void RegisterBatch(CLI::App& app, Context& context) {
                   "fixed_csr_ms, speedup, tune_ms, message) as each finishes");
   sub->add_option("--top-k", o->top_k, "Cost-model candidates to measure")->capture_default_str();
   sub->add_option("--refine", o->refine,
-                  "Second-round schedules, one move from the first round's best (0: none)")
+                  "Second-round schedules a step, one move from the fastest so far (0: none)")
+      ->capture_default_str();
+  sub->add_option("--refine-steps", o->refine_steps,
+                  "Steps of the second round, each from the fastest after the step before")
       ->capture_default_str();
   sub->add_option_function<int>(
       "--samples",

@@ -31,6 +31,7 @@ struct TuneOptions {
   std::string db;
   int top_k = 10;
   int refine = 8;
+  int refine_steps = 2;
   int search_ef = 100;
   int samples = -1;
   std::string model;
@@ -173,6 +174,8 @@ void RunTune(const TuneOptions& o) {
     throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK));
   if (o.refine < 0 || o.refine > kMaxTopK)
     throw InputError("--refine must be from 0 to " + std::to_string(kMaxTopK));
+  if (o.refine_steps < 1 || o.refine_steps > kMaxRefineSteps)
+    throw InputError("--refine-steps must be from 1 to " + std::to_string(kMaxRefineSteps));
   TuneRequest request;
   request.path = o.file;
   request.kernel = k.name == "expr" ? "" : k.name;
@@ -188,6 +191,7 @@ void RunTune(const TuneOptions& o) {
   request.max_ms = o.max_ms;
   request.top_k = o.top_k;
   request.refine = o.refine;
+  request.refine_steps = o.refine_steps;
   request.search_ef = o.search_ef;
   request.force = o.force;
   request.seed = o.seed;
@@ -313,7 +317,10 @@ void RegisterTune(CLI::App& app, Context& context) {
   AddDatabaseOption(sub, o->db);
   sub->add_option("--top-k", o->top_k, "Cost-model candidates to measure")->capture_default_str();
   sub->add_option("--refine", o->refine,
-                  "Second-round schedules, one move from the first round's best (0: none)")
+                  "Second-round schedules a step, one move from the fastest so far (0: none)")
+      ->capture_default_str();
+  sub->add_option("--refine-steps", o->refine_steps,
+                  "Steps of the second round, each from the fastest after the step before")
       ->capture_default_str();
   sub->add_option_function<int>(
       "--samples",

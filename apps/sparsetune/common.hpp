@@ -74,6 +74,7 @@ inline CLI::Validator PositiveMilliseconds() {
 constexpr int kMaxSamples = 100000;
 constexpr int kMaxTopK = 10000;
 constexpr int kMaxSearchEf = 100000;
+constexpr int kMaxRefineSteps = 100;
 // A whole number from lo to hi.
 CLI::Validator CountIn(int64_t lo, int64_t hi);
 

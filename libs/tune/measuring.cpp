@@ -121,14 +121,19 @@ std::vector<RunResult> MeasureUndisturbed(
   return results;
 }
 
-// The second round (MeasuringOptions::second_round): its schedules measured side by side with
-// FixedCSR twice, as the first round's, and appended to the candidates.
-void MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
+// A step of the second round (MeasuringOptions::second_round): its schedules measured side by
+// side with FixedCSR twice, as the first round's, and appended to the candidates; false when
+// there was nothing left to measure.
+bool MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
                         const ContestObserver& observer, const MeasuringOptions& options,
-                        const TuneProgress& progress, Measured& m) {
+                        const TuneProgress& progress, int step, Measured& m) {
   std::vector<TuneCandidate> more = options.second_round(m.candidates, m.results);
-  if (more.empty()) return;
-  if (progress.stage) progress.stage("second round");
+  if (more.empty()) return false;
+  if (progress.stage)
+    progress.stage(options.second_round_steps > 1
+                       ? "second round, step " + std::to_string(step + 1) + " of " +
+                             std::to_string(options.second_round_steps)
+                       : std::string("second round"));
   const auto start = std::chrono::steady_clock::now();
   std::vector<Schedule> schedules{m.candidates[0].schedule};
   for (const auto& c : more) schedules.push_back(c.schedule);
@@ -145,7 +150,8 @@ void MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& co
     m.candidates.push_back(std::move(more[o]));
     m.results.insert(m.results.end() - 1, results[o + 1]);  // the FixedCSR repeat stays last
   }
-  m.stage_ms["second"] = MsSince(start);
+  m.stage_ms["second"] += MsSince(start);
+  return true;
 }
 
 // The final round (FinalRound). Its times replace the first round's for the schedules it
@@ -310,8 +316,11 @@ Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor
   m.results = MeasureUndisturbed(runner, schedules, jit, contest, observer, options, progress,
                                  &m.attempts, &m.disturbance);
   m.stage_ms["measure"] = MsSince(start);
-  if (options.second_round)
-    MeasureSecondRound(runner, jit, contest, observer, options, progress, m);
+  if (options.second_round) {
+    for (int step = 0; step < options.second_round_steps; ++step) {
+      if (!MeasureSecondRound(runner, jit, contest, observer, options, progress, step, m)) break;
+    }
+  }
   MeasureFinalRound(runner, jit, contest, observer, options, progress, m);
   RetimeWinnersPreparation(runner, m);
   for (size_t c = 0; c < m.candidates.size(); ++c)

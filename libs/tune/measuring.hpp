@@ -73,6 +73,7 @@ struct MeasuringOptions {
   std::function<std::vector<TuneCandidate>(const std::vector<TuneCandidate>&,
                                            const std::vector<RunResult>&)>
       second_round;
+  int second_round_steps = 1;  // each step's schedules drawn from the results of all before it
 };
 
 // Two timings of identical code (FixedCSR measured twice in one contest) that differ by more

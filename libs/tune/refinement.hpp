@@ -1,8 +1,9 @@
 // A tune's second round: schedules one move (WacoTemplate::Neighbours) from the fastest
-// verified schedules of the first round, drawn at random. The first round finds the region of
-// the space that is fast on this operand; the second tries the split sizes, loop orders and
-// level formats around it, where the best blocked layouts often are (dense 1 x 4 column blocks
-// or 2 x 1 row blocks one move from a rule's CSR).
+// verified schedules so far, drawn at random, in steps (tune's refine_steps). The first round
+// finds the region of the space that is fast on this operand; the second tries the split sizes,
+// loop orders and level formats around it, where the best blocked layouts often are (dense
+// 1 x 4 column blocks or 2 x 1 row blocks one move from a rule's CSR), and a second step goes
+// on from whatever the first improved.
 //
 // The cost model does not choose among the moves: ranked by the shipped SpMM model (its best
 // neighbours, its best up to three moves away, one per structure, or random among its better

@@ -259,6 +259,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
       RefinementOptions refinement;
       refinement.count = request.refine;
       refinement.seed = request.seed;
+      measuring.second_round_steps = request.refine_steps;
       measuring.second_round = [&, refinement](const std::vector<TuneCandidate>& candidates,
                                                const std::vector<RunResult>& results) {
         return RefinementCandidates(*waco, operand.sizes, candidates, results, refinement,

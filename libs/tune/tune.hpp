@@ -39,9 +39,12 @@ struct TuneRequest {
   // A run slower than this (and than 20 times FixedCSR's first run) stops that candidate.
   double max_ms = 1000;
   int top_k = 10;  // cost-model candidates, when a model is available
-  // Schedules of the second round (refinement.hpp): one move from the first round's best,
-  // ranked by the model (at random without one); 0: no second round.
+  // Schedules of each step of the second round (refinement.hpp): one move from the fastest
+  // measured so far, drawn at random; 0: no second round.
   int refine = 8;
+  // Steps of the second round: each starts from the fastest after the step before, so a
+  // split size two moves from the first round's best is reached (hill climbing).
+  int refine_steps = 2;
   int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
   // Orderings tried on the best schedules of the first round (measuring.hpp).

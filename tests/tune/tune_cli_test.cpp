@@ -77,29 +77,35 @@ TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
   EXPECT_FALSE(nlohmann::json::parse(miss.out)["hit"].get<bool>());
 }
 
-// After the first round, a second one measures schedules one move from its best; --refine 0
-// leaves it out.
+// After the first round, a second one measures schedules one move from the fastest, in
+// --refine-steps steps of --refine each, never one twice; --refine 0 leaves it out.
 TEST(TuneCli, ASecondRoundMeasuresNeighboursOfTheFirstRoundsBest) {
   TempDir dir;
-  auto refined = [&](const std::string& count, nlohmann::json* report) {
-    const auto run = RunCli({"tune", kExample, "--kernel", "spmv", "--db", dir.File(count + ".db"),
-                             "--samples", "3", "--refine", count, "--orderings", "none", "--json"});
+  auto refined = [&](const std::string& count, const std::string& steps, nlohmann::json* report) {
+    const auto run = RunCli({"tune", kExample, "--kernel", "spmv", "--db",
+                             dir.File(count + "-" + steps + ".db"), "--samples", "3", "--refine",
+                             count, "--refine-steps", steps, "--orderings", "none", "--json"});
     EXPECT_EQ(run.exit_code, 0) << run.err;
     *report = nlohmann::json::parse(run.out);
     int n = 0;
+    std::set<std::string> distinct;
     for (const auto& c : (*report)["candidates"]) {
       if (c["source"] != "refined") continue;
       ++n;
       EXPECT_EQ(c["status"], "ok") << c.dump();
+      distinct.insert(c["schedule"].dump());
     }
+    EXPECT_EQ(distinct.size(), size_t(n));
     return n;
   };
-  nlohmann::json with, without;
-  EXPECT_EQ(refined("4", &with), 4);
-  EXPECT_TRUE(with["stage_ms"].contains("second"));
-  EXPECT_EQ(refined("0", &without), 0);
+  nlohmann::json one_step, two_steps, without;
+  EXPECT_EQ(refined("4", "1", &one_step), 4);
+  EXPECT_TRUE(one_step["stage_ms"].contains("second"));
+  EXPECT_EQ(refined("4", "2", &two_steps), 8);
+  EXPECT_EQ(refined("0", "2", &without), 0);
   EXPECT_FALSE(without["stage_ms"].contains("second"));
   EXPECT_EQ(RunCli({"tune", kExample, "--kernel", "spmv", "--refine", "-1"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"tune", kExample, "--kernel", "spmv", "--refine-steps", "0"}).exit_code, 2);
 }
 
 // The shipped MTTKRP model ranks schedules that gain 1.02x over FixedCSR at best: tune measures
