@@ -36,7 +36,7 @@ struct BatchOptions {
   std::string summary;
   int top_k = 10;
   int refine = 8;
-  int refine_steps = 2;
+  int refine_steps = 1;
   int samples = -1;
   std::shared_ptr<bool> samples_given = std::make_shared<bool>(false);
   std::string model;

@@ -31,7 +31,7 @@ struct TuneOptions {
   std::string db;
   int top_k = 10;
   int refine = 8;
-  int refine_steps = 2;
+  int refine_steps = 1;
   int search_ef = 100;
   int samples = -1;
   std::string model;

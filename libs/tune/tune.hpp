@@ -44,7 +44,7 @@ struct TuneRequest {
   int refine = 8;
   // Steps of the second round: each starts from the fastest after the step before, so a
   // split size two moves from the first round's best is reached (hill climbing).
-  int refine_steps = 2;
+  int refine_steps = 1;
   int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
   // Orderings tried on the best schedules of the first round (measuring.hpp).
