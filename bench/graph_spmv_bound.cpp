@@ -1,8 +1,15 @@
 // What bounds SpMV on a graph: the tuned layout (SELL-8, rows sorted by their nonzeros, columns
-// as given) timed beside the same loop without its values (what storing no values for a
-// pattern graph could save at most: half the matrix's bytes) and beside column segments that
-// each keep their part of x in L2 (cache blocking). If the kernel were bound by the bytes of
-// the matrix, the first would run twice as fast; if by misses on x, the second would help.
+// as given) timed beside variants that each take one cost away or change one thing:
+// - without its values: what storing no values for a pattern graph could save at most (half
+//   the matrix's bytes); a kernel bound by the matrix's bytes would run twice as fast;
+// - with every column folded into 1024 (x read from L1): what the misses on x cost;
+// - column segments that each keep their part of x in L2 (cache blocking);
+// - scalar loads instead of gather instructions;
+// - wider slices (16 and 32 rows: more independent gathers in flight);
+// - the symmetric degree ordering, x and y in its order (the hubs' entries of x together);
+// - SELL-32 prefetching the entries of x it gathers 8 steps ahead;
+// - SELL-32 with y scattered back to the caller's order in a pass of its own, as the emitted
+//   row-degree kernels do.
 // Hand-written loops over hand-built arrays, compiled with the kernels' flags, float, all
 // threads, timed in turns in one run.
 //
@@ -15,6 +22,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,51 +37,66 @@ using namespace sparsetune;
 
 namespace {
 
-constexpr int kLanes = 8;
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
 
-// SELL over the rows of a row-sorted CSR, columns restricted to [lo, hi): slice s holds
-// slice_start[s + 1] - slice_start[s] steps of kLanes slots; a lane past its row's end repeats
-// the row's last column with value 0.
+// A matrix's rows: offsets into its (per row ascending) columns.
+struct Rows {
+  std::vector<int64_t> start;
+  const std::vector<int32_t>* cols = nullptr;
+};
+
+Rows RowsOf(const CooTensor& sorted) {
+  Rows r;
+  r.start.assign(sorted.dims[0] + 1, 0);
+  for (int32_t i : sorted.coords[0]) ++r.start[i + 1];
+  for (int64_t i = 0; i < sorted.dims[0]; ++i) r.start[i + 1] += r.start[i];
+  r.cols = &sorted.coords[1];
+  return r;
+}
+
+// SELL-C over the rows, columns restricted to [lo, hi): slice s holds slice_start[s + 1] -
+// slice_start[s] steps of C slots; a lane past its row's end repeats the row's last column
+// with value 0.
 struct Sell {
+  int lanes = 8;
   std::vector<int32_t> slice_start;
   BulkVector<int32_t> cols;
   BulkVector<float> values;
 };
 
-Sell BuildSell(const std::vector<int64_t>& row_start, const std::vector<int32_t>& col, int64_t rows,
-               int32_t lo, int32_t hi) {
-  const int64_t slices = (rows + kLanes - 1) / kLanes;
-  // Per row, the range of its (ascending) columns inside [lo, hi).
+Sell BuildSell(const Rows& rows_of, int64_t rows, int lanes, int32_t lo, int32_t hi) {
+  const std::vector<int32_t>& col = *rows_of.cols;
+  const int64_t slices = (rows + lanes - 1) / lanes;
+  // Per row, the range of its columns inside [lo, hi).
   std::vector<int64_t> first(rows), last(rows);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
-    auto b = col.begin() + row_start[i], e = col.begin() + row_start[i + 1];
+    auto b = col.begin() + rows_of.start[i], e = col.begin() + rows_of.start[i + 1];
     first[i] = std::lower_bound(b, e, lo) - col.begin();
     last[i] = std::lower_bound(b, e, hi) - col.begin();
   }
   Sell s;
+  s.lanes = lanes;
   s.slice_start.assign(slices + 1, 0);
   for (int64_t t = 0; t < slices; ++t) {
     int64_t longest = 0;
-    for (int64_t i = t * kLanes; i < std::min(rows, (t + 1) * kLanes); ++i)
+    for (int64_t i = t * lanes; i < std::min(rows, (t + 1) * lanes); ++i)
       longest = std::max(longest, last[i] - first[i]);
     s.slice_start[t + 1] = s.slice_start[t] + static_cast<int32_t>(longest);
   }
-  const int64_t slots = int64_t(s.slice_start[slices]) * kLanes;
+  const int64_t slots = int64_t(s.slice_start[slices]) * lanes;
   s.cols.resize(slots);
   s.values.resize(slots);
 #pragma omp parallel for schedule(dynamic, 256)
   for (int64_t t = 0; t < slices; ++t) {
-    for (int k = 0; k < kLanes; ++k) {
-      const int64_t i = t * kLanes + k;
+    for (int k = 0; k < lanes; ++k) {
+      const int64_t i = t * lanes + k;
       const int64_t n = i < rows ? last[i] - first[i] : 0;
       for (int64_t j = 0; j < s.slice_start[t + 1] - s.slice_start[t]; ++j) {
-        const int64_t q = (s.slice_start[t] + j) * kLanes + k;
+        const int64_t q = (s.slice_start[t] + j) * lanes + k;
         s.cols[q] = j < n ? col[first[i] + j] : n > 0 ? col[last[i] - 1] : lo;
         s.values[q] = j < n ? 1.0f : 0.0f;
       }
@@ -83,7 +107,7 @@ Sell BuildSell(const std::vector<int64_t>& row_start, const std::vector<int32_t>
 
 // y[i] (+)= the slices' rows times x; kValues false skips the values (every value taken as 1,
 // padding included: a bound, not a result).
-template <bool kValues, bool kAdd>
+template <int kLanes, bool kValues, bool kAdd>
 void SellRows(const Sell& a, const float* __restrict x, float* __restrict y, int64_t from,
               int64_t to) {
   const int32_t* __restrict cols = a.cols.data();
@@ -101,21 +125,99 @@ void SellRows(const Sell& a, const float* __restrict x, float* __restrict y, int
   }
 }
 
-// Each thread takes a range of slices with an equal share of the slots, over every segment.
-template <bool kValues>
-void Spmv(const std::vector<Sell>& segments, const std::vector<int64_t>& thread_start,
-          const float* x, float* y) {
+// The same loop with scalar loads: the vectorizer left out, so no gather instructions.
+__attribute__((optimize("no-tree-vectorize"))) void SellRowsScalar(const Sell& a,
+                                                                   const float* __restrict x,
+                                                                   float* __restrict y,
+                                                                   int64_t from, int64_t to) {
+  constexpr int kLanes = 8;
+  const int32_t* __restrict cols = a.cols.data();
+  const float* __restrict values = a.values.data();
+  for (int64_t t = from; t < to; ++t) {
+    float sum[kLanes] = {};
+    for (int32_t j = a.slice_start[t]; j < a.slice_start[t + 1]; ++j) {
+      for (int k = 0; k < kLanes; ++k) {
+        const int64_t q = int64_t(j) * kLanes + k;
+        sum[k] += values[q] * x[cols[q]];
+      }
+    }
+    for (int k = 0; k < kLanes; ++k) y[t * kLanes + k] = sum[k];
+  }
+}
+
+// The vector loop, also prefetching the entries of x that the slots kPrefetchSteps steps ahead
+// gather (one prefetch per slot).
+constexpr int kPrefetchSteps = 8;
+template <int kLanes>
+void SellRowsPrefetched(const Sell& a, const float* __restrict x, float* __restrict y,
+                        int64_t from, int64_t to) {
+  const int32_t* __restrict cols = a.cols.data();
+  const float* __restrict values = a.values.data();
+  const int64_t end = a.cols.size();
+  for (int64_t t = from; t < to; ++t) {
+    float sum[kLanes] = {};
+    for (int32_t j = a.slice_start[t]; j < a.slice_start[t + 1]; ++j) {
+      const int64_t ahead = (int64_t(j) + kPrefetchSteps) * kLanes;
+      if (ahead + kLanes <= end) {
+        for (int k = 0; k < kLanes; ++k) __builtin_prefetch(x + cols[ahead + k]);
+      }
+#pragma omp simd
+      for (int k = 0; k < kLanes; ++k) {
+        const int64_t q = int64_t(j) * kLanes + k;
+        sum[k] += values[q] * x[cols[q]];
+      }
+    }
+    for (int k = 0; k < kLanes; ++k) y[t * kLanes + k] = sum[k];
+  }
+}
+
+enum class Loop { kVector, kNoValues, kScalar, kPrefetch };
+
+template <int kLanes>
+void RunSlices(const std::vector<Sell>& segments, Loop loop, const float* x, float* y, int64_t from,
+               int64_t to) {
+  for (size_t g = 0; g < segments.size(); ++g) {
+    if (loop == Loop::kScalar) {
+      SellRowsScalar(segments[g], x, y, from, to);
+    } else if (loop == Loop::kPrefetch) {
+      SellRowsPrefetched<kLanes>(segments[g], x, y, from, to);
+    } else if (loop == Loop::kNoValues) {
+      SellRows<kLanes, false, false>(segments[g], x, y, from, to);
+    } else if (g == 0) {
+      SellRows<kLanes, true, false>(segments[g], x, y, from, to);
+    } else {
+      SellRows<kLanes, true, true>(segments[g], x, y, from, to);
+    }
+  }
+}
+
+// One way of computing y: its segments, each thread's range of slices (an equal share of the
+// slots over every segment), and where y ends up.
+struct Variant {
+  std::string name;
+  std::vector<Sell> segments;
+  Loop loop = Loop::kVector;
+  std::vector<int64_t> thread_start;
+  // Set (old_of_new): y is scattered to y_out[scatter[i]] after the loop, in a parallel pass of
+  // its own.
+  const std::vector<int32_t>* scatter = nullptr;
+};
+
+void Spmv(const Variant& v, const float* x, float* y, float* y_out) {
+  const int lanes = v.segments[0].lanes;
 #pragma omp parallel
   {
     const int t = omp_get_thread_num();
-    const int64_t from = thread_start[t], to = thread_start[t + 1];
-    for (size_t g = 0; g < segments.size(); ++g) {
-      if (g == 0) {
-        SellRows<kValues, false>(segments[g], x, y, from, to);
-      } else {
-        SellRows<kValues, true>(segments[g], x, y, from, to);
-      }
-    }
+    const int64_t from = v.thread_start[t], to = v.thread_start[t + 1];
+    if (lanes == 8) RunSlices<8>(v.segments, v.loop, x, y, from, to);
+    if (lanes == 16) RunSlices<16>(v.segments, v.loop, x, y, from, to);
+    if (lanes == 32) RunSlices<32>(v.segments, v.loop, x, y, from, to);
+  }
+  if (v.scatter) {
+    const int32_t* to = v.scatter->data();
+    const int64_t n = static_cast<int64_t>(v.scatter->size());
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) y_out[to[i]] = y[i];
   }
 }
 
@@ -151,38 +253,53 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "graph_spmv_bound: %s is not a matrix\n", file.c_str());
     return 2;
   }
-  const CooTensor sorted = PermuteMatrix(m, ComputeOrdering(m, OrderingKind::kRowDegree));
+  MatrixOrdering row_degree = ComputeOrdering(m, OrderingKind::kRowDegree);
+  if (row_degree.old_rows.empty()) row_degree.Invert();
+  const CooTensor sorted = PermuteMatrix(m, row_degree);
   const int64_t rows = sorted.dims[0], cols = sorted.dims[1], nnz = sorted.nnz();
-  std::vector<int64_t> row_start(rows + 1, 0);
-  for (int32_t r : sorted.coords[0]) ++row_start[r + 1];
-  for (int64_t i = 0; i < rows; ++i) row_start[i + 1] += row_start[i];
+  const Rows sorted_rows = RowsOf(sorted);
 
-  struct Variant {
-    std::string name;
-    std::vector<Sell> segments;
-    std::vector<int64_t> thread_start;
-    bool values = true;
-  };
   std::vector<Variant> variants;
-  for (int parts : {1, 2, 4}) {
+  auto add = [&](const std::string& name, int lanes, const Rows& r, int parts, Loop loop) {
     Variant v;
-    v.name =
-        parts == 1 ? "SELL-8, row-degree" : "  in " + std::to_string(parts) + " column segments";
+    v.name = name;
+    v.loop = loop;
     for (int g = 0; g < parts; ++g) {
-      v.segments.push_back(BuildSell(row_start, sorted.coords[1], rows,
-                                     static_cast<int32_t>(cols * g / parts),
+      v.segments.push_back(BuildSell(r, rows, lanes, static_cast<int32_t>(cols * g / parts),
                                      static_cast<int32_t>(cols * (g + 1) / parts)));
     }
     variants.push_back(std::move(v));
-    if (parts == 1) {
-      variants.push_back(variants.back());
-      variants.back().name = "  without values (bound)";
-      variants.back().values = false;
-    }
+    return &variants.back();
+  };
+  add("SELL-8, row-degree", 8, sorted_rows, 1, Loop::kVector);
+  add("  without values (bound)", 8, sorted_rows, 1, Loop::kNoValues);
+  for (auto& c :
+       add("  x in 4 KiB (no misses on x)", 8, sorted_rows, 1, Loop::kVector)->segments[0].cols)
+    c &= 1023;
+  add("  in 2 column segments", 8, sorted_rows, 2, Loop::kVector);
+  add("  in 4 column segments", 8, sorted_rows, 4, Loop::kVector);
+  add("  scalar loads", 8, sorted_rows, 1, Loop::kScalar);
+  add("SELL-16, row-degree", 16, sorted_rows, 1, Loop::kVector);
+  add("SELL-32, row-degree", 32, sorted_rows, 1, Loop::kVector);
+  for (auto& c :
+       add("  x in 4 KiB (no misses on x)", 32, sorted_rows, 1, Loop::kVector)->segments[0].cols)
+    c &= 1023;
+  add("  prefetching x 8 steps ahead", 32, sorted_rows, 1, Loop::kPrefetch);
+  add("  y scattered to the caller's order", 32, sorted_rows, 1, Loop::kVector)->scatter =
+      &row_degree.old_rows;
+  CooTensor symmetric;
+  Rows symmetric_rows;
+  if (rows == cols) {
+    symmetric = PermuteMatrix(m, ComputeOrdering(m, OrderingKind::kDegree));
+    symmetric_rows = RowsOf(symmetric);
+    add("SELL-8, degree (x, y in its order)", 8, symmetric_rows, 1, Loop::kVector);
+    add("SELL-32, degree (x, y in its order)", 32, symmetric_rows, 1, Loop::kVector);
   }
+
   const int threads = omp_get_max_threads();
-  const int64_t slices = (rows + kLanes - 1) / kLanes;
   for (Variant& v : variants) {
+    const int lanes = v.segments[0].lanes;
+    const int64_t slices = (rows + lanes - 1) / lanes;
     std::vector<int64_t> slots(slices + 1, 0);
     for (int64_t t = 0; t < slices; ++t) {
       int64_t here = 0;
@@ -196,7 +313,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  BulkVector<float> x(cols), y(slices * kLanes);
+  BulkVector<float> x(cols), y(rows + 64), y_out(rows);
   for (int64_t k = 0; k < cols; ++k) x[k] = 1.0f + float(k % 7) * 0.1f;
   std::vector<std::vector<double>> times(variants.size());
   std::vector<double> checksum(variants.size());
@@ -206,18 +323,15 @@ int main(int argc, char** argv) {
       std::vector<double> calls;
       for (int call = 0; call < 21; ++call) {
         const auto start = std::chrono::steady_clock::now();
-        if (variants[v].values) {
-          Spmv<true>(variants[v].segments, variants[v].thread_start, x.data(), y.data());
-        } else {
-          Spmv<false>(variants[v].segments, variants[v].thread_start, x.data(), y.data());
-        }
+        Spmv(variants[v], x.data(), y.data(), y_out.data());
         calls.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count());
       }
       times[v].push_back(Median(calls));
+      const float* result = variants[v].scatter ? y_out.data() : y.data();
       double sum = 0;
-      for (int64_t i = 0; i < rows; ++i) sum += y[i];
+      for (int64_t i = 0; i < rows; ++i) sum += result[i];
       checksum[v] = sum;
     }
   }
@@ -227,7 +341,7 @@ int main(int argc, char** argv) {
   for (size_t v = 0; v < variants.size(); ++v) {
     int64_t slots = 0;
     for (const Sell& s : variants[v].segments) slots += s.cols.size();
-    std::printf("  %-34s %8.3f ms  %5.2fx  (%lld slots, sum of y %.6g)\n", variants[v].name.c_str(),
+    std::printf("  %-38s %8.3f ms  %5.2fx  (%lld slots, sum of y %.6g)\n", variants[v].name.c_str(),
                 Median(times[v]), Median(times[v]) / base, (long long)slots, checksum[v]);
   }
   return 0;
