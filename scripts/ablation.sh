@@ -2,7 +2,8 @@
 # What the cost model buys, end to end: per matrix and kernel, three tunes into three databases,
 # then their winners timed side by side in one `sparsetune bench --no-libraries` run.
 #   model     `tune` as shipped: the rule candidates (FixedCSR, library rules, Scorch, GroupCOO)
-#             and the model's top K (--top-k K --samples 0)
+#             and the model's top K (--top-k K --samples 0; K: the shipped model's tune_top_k,
+#             else 10, unless --top-k is given)
 #   no-model  `tune --no-model --samples K`: the same rules and K random SuperSchedules
 #   oracle    `tune --top-k 50 --samples 100`: the rules, 100 random ones and the model's top 50
 # Each tune's second round (--refine, default 8) measures random schedules one move from its
@@ -22,7 +23,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm"
-top_k=10
+top_k=
 out=$root/bench-results/ablation
 files=()
 while [ $# -gt 0 ]; do
@@ -42,6 +43,8 @@ csv=$out/ablation.csv
 [ -f "$csv" ] || echo "matrix,kernel,nnz,fixed_csr_ms,model_n,model_ms,no_model_n,no_model_ms,oracle_n,oracle_ms" > "$csv"
 
 for kernel in $kernels; do
+  k=$top_k
+  [ -n "$k" ] || k=$(jq '.tune_top_k // 10' "$root/models/$kernel/model.json" 2>/dev/null || echo 10)
   seen=$out/seen-$kernel.txt
   zcat "$root/datasets/measurements/$kernel.jsonl.gz" 2>/dev/null |
     python3 -c 'import json, sys
@@ -62,8 +65,8 @@ for line in sys.stdin:
     counts=()
     for run in model no_model oracle; do
       case $run in
-        model) args=(--top-k "$top_k" --samples 0) ;;
-        no_model) args=(--no-model --samples "$top_k") ;;
+        model) args=(--top-k "$k" --samples 0) ;;
+        no_model) args=(--no-model --samples "$k") ;;
         oracle) args=(--top-k 50 --samples 100) ;;
       esac
       "${bin[@]}" tune "$file" --kernel "$kernel" --db "$out/$run-$kernel.db" --orderings none \

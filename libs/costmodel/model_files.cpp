@@ -70,18 +70,20 @@ std::string SetEntryProblem(const WacoTemplate& waco, const SuperSchedule& s) {
 }  // namespace
 
 nlohmann::json ModelManifest::ToJson() const {
-  return {{"format", "sparsetune-cost-model"},
-          {"kernel", kernel},
-          {"template_version", template_version},
-          {"layout",
-           {{"names", layout.names},
-            {"cardinalities", layout.cardinalities},
-            {"order_size", layout.order_size}}},
-          {"embedding_size", embedding_size},
-          {"grid", {{"max_sites", grid.max_sites}, {"max_extent", grid.max_extent}}},
-          {"side_inputs", SideInputsName(side_inputs)},
-          {"side_mean", side_mean},
-          {"side_std", side_std}};
+  nlohmann::json j = {{"format", "sparsetune-cost-model"},
+                      {"kernel", kernel},
+                      {"template_version", template_version},
+                      {"layout",
+                       {{"names", layout.names},
+                        {"cardinalities", layout.cardinalities},
+                        {"order_size", layout.order_size}}},
+                      {"embedding_size", embedding_size},
+                      {"grid", {{"max_sites", grid.max_sites}, {"max_extent", grid.max_extent}}},
+                      {"side_inputs", SideInputsName(side_inputs)},
+                      {"side_mean", side_mean},
+                      {"side_std", side_std}};
+  if (tune_top_k > 0) j["tune_top_k"] = tune_top_k;
+  return j;
 }
 
 ModelManifest ReadModelManifest(const std::string& dir, const std::string& kernel) {
@@ -120,6 +122,8 @@ ModelManifest ReadModelManifest(const std::string& dir, const std::string& kerne
           path, 0, "unknown side inputs '" + side + "' (expected shape, summary or summary-tiles)");
     m.side_mean = j.at("side_mean").get<std::vector<float>>();
     m.side_std = j.at("side_std").get<std::vector<float>>();
+    m.tune_top_k = j.value("tune_top_k", 0);
+    if (m.tune_top_k < 0) throw InputError(path, 0, "tune_top_k must not be negative");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path, 0, std::string("malformed model manifest: ") + e.what());
   }
@@ -266,6 +270,16 @@ std::string ResolveModelDirectory(const std::string& given, const std::string& k
   }
   ReadModelManifest(dir, kernel.empty() ? kernel_key : kernel);
   return dir;
+}
+
+int ModelTopK(const std::string& dir) {
+  if (dir.empty()) return kDefaultTopK;
+  std::ifstream in(fs::path(dir) / kModelManifest);
+  const nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!manifest.is_object() || !manifest.contains("tune_top_k") ||
+      !manifest["tune_top_k"].is_number_integer() || manifest["tune_top_k"].get<int>() < 1)
+    return kDefaultTopK;
+  return manifest["tune_top_k"].get<int>();
 }
 
 std::string NothingToRank(const std::string& dir) {

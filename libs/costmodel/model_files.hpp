@@ -27,6 +27,9 @@ struct ModelManifest {
   GridBudget grid;
   SideInputs side_inputs = SideInputs::kSummary;
   std::vector<float> side_mean, side_std;  // standardization of SideInputValues
+  // How many of its picks `tune` measures unless told (--top-k): how deep its ranking still
+  // finds winners, measured on patterns outside its training data; 0: kDefaultTopK.
+  int tune_top_k = 0;
   nlohmann::json ToJson() const;
 };
 
@@ -68,6 +71,13 @@ std::string CalibratedModelDirectory(const std::string& machine_key, const std::
 std::string ResolveModelDirectory(const std::string& given, const std::string& kernel,
                                   const std::string& kernel_key, bool use_model,
                                   const std::string& machine_key = "");
+
+// The model's picks `tune` measures when neither --top-k nor the model's manifest says.
+constexpr int kDefaultTopK = 10;
+
+// How many of the model in `dir`'s picks a tune measures by default: its manifest's
+// tune_top_k, else kDefaultTopK (also when `dir` is "" or holds no readable manifest).
+int ModelTopK(const std::string& dir);
 
 // A model is worth consulting when the schedules it ranks can beat FixedCSR: below this gain
 // of the best measured schedule over FixedCSR on its validation patterns (geomean), ranking

@@ -86,7 +86,9 @@ GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operan
   owned.push_back(LibraryRuleSource());
   ModelTopKSource* model = nullptr;
   if (!model_dir.empty()) {
-    auto source = std::make_unique<ModelTopKSource>(model_dir, request.top_k, request.search_ef);
+    report.model_top_k = request.top_k > 0 ? request.top_k : ModelTopK(model_dir);
+    auto source =
+        std::make_unique<ModelTopKSource>(model_dir, report.model_top_k, request.search_ef);
     model = source.get();
     owned.push_back(std::move(source));
   }
@@ -168,6 +170,7 @@ nlohmann::json TuneReport::ToJson() const {
   out["stage_ms"] = stage_ms;
   out["sources"] = sources_used;
   out["model_evaluations"] = model_evaluations;
+  if (model_top_k > 0) out["model_top_k"] = model_top_k;
   out["model"] = model_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(model_dir);
   out["model_calibrated"] = model_calibrated;
   if (!model_skipped.empty()) out["model_skipped"] = model_skipped;

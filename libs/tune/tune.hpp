@@ -38,7 +38,9 @@ struct TuneRequest {
   bool sample_generic = false;
   // A run slower than this (and than 20 times FixedCSR's first run) stops that candidate.
   double max_ms = 1000;
-  int top_k = 10;  // cost-model candidates, when a model is available
+  // Cost-model candidates, when a model is available; 0: as many as the model's manifest says
+  // (ModelTopK: SDDMM's 30, else 10).
+  int top_k = 0;
   // Schedules of each step of the second round (refinement.hpp): one move from the fastest
   // measured so far, drawn at random; 0: no second round.
   int refine = 8;
@@ -80,6 +82,7 @@ struct TuneReport {
   std::map<std::string, double> stage_ms;
   std::vector<std::string> sources_used;
   int64_t model_evaluations = 0;  // head evaluations of the search
+  int model_top_k = 0;            // the model's picks asked for (0: no model)
   std::string model_dir;          // the cost model's folder ("": none)
   bool model_calibrated = false;  // it is the one `sparsetune calibrate` made for this machine
   // Why the shipped (or calibrated) model was not consulted: its schedules have nothing to gain

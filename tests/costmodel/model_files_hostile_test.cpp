@@ -124,5 +124,34 @@ TEST(ModelFiles, AManifestThatDoesNotFitSaysWhatDiffers) {
       << versions;
 }
 
+// How many picks a tune measures comes from the manifest's tune_top_k, else 10; a bad value
+// is refused naming the manifest.
+TEST(ModelFiles, TheManifestSaysHowManyPicksATuneMeasures) {
+  EXPECT_EQ(ModelTopK(kModels + "sddmm"), 30);
+  EXPECT_EQ(ModelTopK(kModels + "spmm"), kDefaultTopK);
+  EXPECT_EQ(ModelTopK(""), kDefaultTopK);
+  testing::TempDir dir;
+  EXPECT_EQ(ModelTopK(dir.path()), kDefaultTopK);  // no manifest
+  std::ifstream in(kModels + "spmv/" + kModelManifest);
+  nlohmann::json manifest = nlohmann::json::parse(in);
+  for (const char* file : {kModelWacoNet, kModelEmbedder, kModelHead, kModelSchedules})
+    std::ofstream(dir.path() + "/" + file) << "x";
+  manifest["tune_top_k"] = 4;
+  std::ofstream(dir.path() + "/" + kModelManifest) << manifest.dump();
+  EXPECT_EQ(ModelTopK(dir.path()), 4);
+  EXPECT_EQ(ReadModelManifest(dir.path(), "spmv").tune_top_k, 4);
+  EXPECT_EQ(ReadModelManifest(dir.path(), "spmv").ToJson()["tune_top_k"], 4);
+  manifest["tune_top_k"] = -2;
+  std::ofstream(dir.path() + "/" + kModelManifest) << manifest.dump();
+  EXPECT_EQ(ModelTopK(dir.path()), kDefaultTopK);
+  try {
+    ReadModelManifest(dir.path(), "spmv");
+    ADD_FAILURE() << "a negative tune_top_k was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(kModelManifest), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tune_top_k"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace sparsetune
