@@ -45,7 +45,9 @@ struct TuneRequest {
   // measured so far, drawn at random; 0: no second round.
   int refine = 8;
   // Steps of the second round: each starts from the fastest after the step before, so a
-  // split size two moves from the first round's best is reached (hill climbing).
+  // split size two moves from the first round's best is reached (hill climbing). One by
+  // default: in ablation run 14 a second step won 4 of 11 no-model tunes but 1 of 11 with
+  // the model (by 1%), for 8 more candidates each.
   int refine_steps = 1;
   int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
