@@ -104,13 +104,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   if (*o.samples_given && (o.samples < 0 || o.samples > kMaxSamples))
     throw InputError("--samples must be from 0 to " + std::to_string(kMaxSamples));
   if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
-  if (o.top_k < 0 || o.top_k > kMaxTopK)
-    throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK) +
-                     " (0: the model's own)");
-  if (o.refine < 0 || o.refine > kMaxTopK)
-    throw InputError("--refine must be from 0 to " + std::to_string(kMaxTopK));
-  if (o.refine_steps < 1 || o.refine_steps > kMaxRefineSteps)
-    throw InputError("--refine-steps must be from 1 to " + std::to_string(kMaxRefineSteps));
+  CheckSearchBudget(o.top_k, o.refine, o.refine_steps);
   BatchRequest request;
   request.paths = o.paths;
   request.catalog_path = o.catalog;
@@ -224,15 +218,7 @@ void RegisterBatch(CLI::App& app, Context& context) {
   sub->add_option("--summary", o->summary,
                   "Write one CSV row per matrix (name, path, status, nnz, winner_ms, "
                   "fixed_csr_ms, speedup, tune_ms, message) as each finishes");
-  sub->add_option("--top-k", o->top_k,
-                  "Cost-model candidates to measure (default 0: as many as the model's manifest "
-                  "says, tune_top_k; the shipped SDDMM model's 30, the others' 10)");
-  sub->add_option("--refine", o->refine,
-                  "Second-round schedules a step, one move from the fastest so far (0: none)")
-      ->capture_default_str();
-  sub->add_option("--refine-steps", o->refine_steps,
-                  "Steps of the second round, each from the fastest after the step before")
-      ->capture_default_str();
+  AddSearchBudgetOptions(sub, o->top_k, o->refine, o->refine_steps);
   sub->add_option_function<int>(
       "--samples",
       [o](const int& n) {

@@ -170,13 +170,7 @@ void RunTune(const TuneOptions& o) {
   if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
   if (o.search_ef < 1 || o.search_ef > kMaxSearchEf)
     throw InputError("--search-ef must be from 1 to " + std::to_string(kMaxSearchEf));
-  if (o.top_k < 0 || o.top_k > kMaxTopK)
-    throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK) +
-                     " (0: the model's own)");
-  if (o.refine < 0 || o.refine > kMaxTopK)
-    throw InputError("--refine must be from 0 to " + std::to_string(kMaxTopK));
-  if (o.refine_steps < 1 || o.refine_steps > kMaxRefineSteps)
-    throw InputError("--refine-steps must be from 1 to " + std::to_string(kMaxRefineSteps));
+  CheckSearchBudget(o.top_k, o.refine, o.refine_steps);
   TuneRequest request;
   request.path = o.file;
   request.kernel = k.name == "expr" ? "" : k.name;
@@ -316,15 +310,7 @@ void RegisterTune(CLI::App& app, Context& context) {
   sub->add_option("FILE", o->file, "Sparse matrix or tensor file")->required();
   AddKernelOptions(sub, o->kernel);
   AddDatabaseOption(sub, o->db);
-  sub->add_option("--top-k", o->top_k,
-                  "Cost-model candidates to measure (default 0: as many as the model's manifest "
-                  "says, tune_top_k; the shipped SDDMM model's 30, the others' 10)");
-  sub->add_option("--refine", o->refine,
-                  "Second-round schedules a step, one move from the fastest so far (0: none)")
-      ->capture_default_str();
-  sub->add_option("--refine-steps", o->refine_steps,
-                  "Steps of the second round, each from the fastest after the step before")
-      ->capture_default_str();
+  AddSearchBudgetOptions(sub, o->top_k, o->refine, o->refine_steps);
   sub->add_option_function<int>(
       "--samples",
       [o](const int& n) {

@@ -78,6 +78,11 @@ constexpr int kMaxRefineSteps = 100;
 // A whole number from lo to hi.
 CLI::Validator CountIn(int64_t lo, int64_t hi);
 
+// tune's and batch's --top-k, --refine and --refine-steps, and their bounds (InputError when a
+// value is outside them).
+void AddSearchBudgetOptions(CLI::App* sub, int& top_k, int& refine, int& refine_steps);
+void CheckSearchBudget(int top_k, int refine, int refine_steps);
+
 // A time for people, in the unit that suits it: "0.421 us", "42.1 us", "1.25 ms", "3.40 s".
 // Machine-readable outputs (JSON, CSV) keep milliseconds.
 std::string FormatMs(double ms);
