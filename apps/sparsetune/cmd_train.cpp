@@ -9,8 +9,10 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "costmodel/model_files.hpp"
+#include "db/database.hpp"
 #include "io/inputs.hpp"
 #include "train/train.hpp"
+#include "tune/refinement.hpp"
 
 namespace sparsetune::cli {
 
@@ -29,11 +31,44 @@ struct TrainCommandOptions {
   int batch = 128;
   std::string side_inputs = "summary";
   bool comparison_only = false;
+  bool moves_only = false;
+  int tune_top_k = 0;
   bool json = false;
 };
 
+// What the model folder says beside the network: the second round's move weights, learned from
+// the neighbours in the database, and how many of its picks a tune measures when given.
+void WriteTuningFields(const std::string& db_path, const std::string& kernel,
+                       const std::string& out_dir, int tune_top_k, bool quiet) {
+  auto db = Database::Open(db_path, OpenMode::kReadOnly);
+  const RefinementMoveWeights weights = LearnRefinementMoveWeights(*db, kernel);
+  nlohmann::json fields = {{"refine_moves", weights.empty() ? nlohmann::json() : weights.ToJson()}};
+  if (tune_top_k > 0) fields["tune_top_k"] = tune_top_k;
+  UpdateModelManifest(out_dir, fields);
+  if (quiet) return;
+  if (weights.empty()) {
+    std::printf("no neighbours of %s in %s: a tune's second round draws them uniformly\n",
+                kernel.c_str(), db_path.c_str());
+    return;
+  }
+  std::printf(
+      "move weights from %lld neighbours of %lld matrices (chance of beating the first "
+      "round's best by 1%%):\n",
+      static_cast<long long>(weights.neighbours), static_cast<long long>(weights.matrices));
+  using Anchor = RefinementMoveWeights::Anchor;
+  for (Anchor anchor : {Anchor::kRule, Anchor::kSearched}) {
+    std::printf("  one move from %s:\n",
+                anchor == Anchor::kRule ? "a rule" : "a sample, a model's pick or a neighbour");
+    for (const auto& [move, w] : weights.moves[static_cast<int>(anchor)])
+      std::printf("    %-14s %.3f\n", move.c_str(), w);
+  }
+  for (size_t a = 0; a < weights.anchors.size(); ++a)
+    std::printf("  anchor %-7zu %.3f\n", a + 1, weights.anchors[a]);
+}
+
 void RunTrain(const TrainCommandOptions& o) {
   if (o.epochs < 1) throw InputError("--epochs must be at least 1");
+  if (o.tune_top_k < 0) throw InputError("--tune-top-k must be at least 1");
   namespace fs = std::filesystem;
   const fs::path checkout = fs::path(DefaultModelsDirectory()).parent_path();
   TrainingDataOptions data;
@@ -60,11 +95,30 @@ void RunTrain(const TrainCommandOptions& o) {
   SideInputsFromName(o.side_inputs, &options.side_inputs);  // CLI11 checked the name
   data.side_inputs = options.side_inputs;
   options.comparison_only = o.comparison_only;
+  if (o.moves_only) {
+    ReadModelManifest(options.out_dir, o.kernel);
+    WriteTuningFields(data.db_path, o.kernel, options.out_dir, o.tune_top_k, o.json);
+    return;
+  }
   options.log = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
   };
+  // A model retrained in place keeps the depth its predecessor was measured at unless told.
+  const int replaced_top_k =
+      fs::exists(fs::path(options.out_dir) / kModelManifest) ? ModelTopK(options.out_dir) : 0;
   const nlohmann::json metrics = TrainFromDatabase(data, options);
+  if (!o.comparison_only) {
+    int top_k = o.tune_top_k;
+    if (top_k == 0 && replaced_top_k != kDefaultTopK && replaced_top_k > 0) {
+      top_k = replaced_top_k;
+      std::fprintf(stderr,
+                   "kept tune_top_k %d of the model this one replaces; measure it again for the "
+                   "new model (docs/ablation.md) and set it with --moves-only --tune-top-k\n",
+                   top_k);
+    }
+    WriteTuningFields(data.db_path, o.kernel, options.out_dir, top_k, o.json);
+  }
   if (o.json) {
     std::cout << metrics.dump(2) << "\n";
     return;
@@ -129,6 +183,12 @@ void RegisterTrain(CLI::App& app, Context& context) {
   sub->add_flag("--comparison-only", o->comparison_only,
                 "Train only the comparison models (summary features, with and without D2T2's "
                 "tile statistics) and write their metrics.json, no model");
+  sub->add_flag("--moves-only", o->moves_only,
+                "Only learn the second round's move weights from the database's neighbours "
+                "and write them into the model folder's model.json (no training)");
+  sub->add_option("--tune-top-k", o->tune_top_k,
+                  "How many of the model's picks a tune measures, written to model.json "
+                  "(chosen by oracle tunes on patterns outside the corpus; docs/ablation.md)");
   sub->add_flag("--json", o->json, "metrics.json on stdout");
   sub->callback([o] { RunTrain(*o); });
 }

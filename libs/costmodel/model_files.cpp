@@ -83,6 +83,7 @@ nlohmann::json ModelManifest::ToJson() const {
                       {"side_mean", side_mean},
                       {"side_std", side_std}};
   if (tune_top_k > 0) j["tune_top_k"] = tune_top_k;
+  if (!refine_moves.is_null()) j["refine_moves"] = refine_moves;
   return j;
 }
 
@@ -124,6 +125,9 @@ ModelManifest ReadModelManifest(const std::string& dir, const std::string& kerne
     m.side_std = j.at("side_std").get<std::vector<float>>();
     m.tune_top_k = j.value("tune_top_k", 0);
     if (m.tune_top_k < 0) throw InputError(path, 0, "tune_top_k must not be negative");
+    m.refine_moves = j.value("refine_moves", nlohmann::json());
+    if (!m.refine_moves.is_null() && !m.refine_moves.is_object())
+      throw InputError(path, 0, "refine_moves must be an object");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path, 0, std::string("malformed model manifest: ") + e.what());
   }
@@ -280,6 +284,37 @@ int ModelTopK(const std::string& dir) {
       !manifest["tune_top_k"].is_number_integer() || manifest["tune_top_k"].get<int>() < 1)
     return kDefaultTopK;
   return manifest["tune_top_k"].get<int>();
+}
+
+nlohmann::json ModelRefineMoves(const std::string& dir) {
+  if (dir.empty()) return nullptr;
+  std::ifstream in(fs::path(dir) / kModelManifest);
+  const nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!manifest.is_object() || !manifest.contains("refine_moves")) return nullptr;
+  return manifest["refine_moves"];
+}
+
+void UpdateModelManifest(const std::string& dir, const nlohmann::json& fields) {
+  const fs::path path = fs::path(dir) / kModelManifest;
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string(), 0, "no model manifest here");
+  nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!manifest.is_object() || manifest.value("format", "") != "sparsetune-cost-model")
+    throw InputError(path.string(), 0, "not a sparsetune cost model");
+  for (const auto& [name, value] : fields.items()) {
+    if (value.is_null()) {
+      manifest.erase(name);
+    } else {
+      manifest[name] = value;
+    }
+  }
+  const fs::path temporary = path.string() + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << manifest.dump(2) << "\n";
+    if (!out) throw InputError(temporary.string(), 0, "could not write the model manifest");
+  }
+  fs::rename(temporary, path);
 }
 
 std::string NothingToRank(const std::string& dir) {

@@ -30,6 +30,9 @@ struct ModelManifest {
   // How many of its picks `tune` measures unless told (--top-k): how deep its ranking still
   // finds winners, measured on patterns outside its training data; 0: kDefaultTopK.
   int tune_top_k = 0;
+  // How often each kind of move paid in the collected neighbourhoods (RefinementMoveWeights's
+  // JSON, learned by `train`); null: a tune's second round draws its neighbours uniformly.
+  nlohmann::json refine_moves;
   nlohmann::json ToJson() const;
 };
 
@@ -78,6 +81,13 @@ constexpr int kDefaultTopK = 10;
 // How many of the model in `dir`'s picks a tune measures by default: its manifest's
 // tune_top_k, else kDefaultTopK (also when `dir` is "" or holds no readable manifest).
 int ModelTopK(const std::string& dir);
+
+// The manifest's refine_moves (null when `dir` is "" or its manifest has none).
+nlohmann::json ModelRefineMoves(const std::string& dir);
+
+// Sets top-level fields of <dir>/model.json (a null value removes the field), replacing the
+// file whole. Throws InputError naming the file when it is missing or not a manifest.
+void UpdateModelManifest(const std::string& dir, const nlohmann::json& fields);
 
 // A model is worth consulting when the schedules it ranks can beat FixedCSR: below this gain
 // of the best measured schedule over FixedCSR on its validation patterns (geomean), ranking

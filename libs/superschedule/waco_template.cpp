@@ -390,9 +390,11 @@ SuperSchedule WacoTemplate::Sample(const std::map<std::string, int64_t>& sizes,
                       " template produced no schedule that lowers: " + last_error);
 }
 
-std::vector<SuperSchedule> WacoTemplate::Neighbours(
-    const SuperSchedule& s, const std::map<std::string, int64_t>& sizes) const {
+std::vector<SuperSchedule> WacoTemplate::Neighbours(const SuperSchedule& s,
+                                                    const std::map<std::string, int64_t>& sizes,
+                                                    std::vector<std::string>* moves) const {
   std::vector<SuperSchedule> out;
+  if (moves) moves->clear();
   auto member = [&](SuperSchedule& n) {
     n.parallel = ParallelFor(n.order);
     Normalize(n);
@@ -403,21 +405,23 @@ std::vector<SuperSchedule> WacoTemplate::Neighbours(
   const int threads = s.threads > 1 ? s.threads : HardwareThreads();
   SuperSchedule base = s;
   if (base.threads != 1) base.threads = threads;
-  auto add = [&](SuperSchedule n) {
+  auto add = [&](SuperSchedule n, const std::string& move) {
     if (!member(n) || n == s || n == base || std::find(out.begin(), out.end(), n) != out.end())
       return;
     if (!Lower(expression_, ToSchedule(n)).nest) return;
     out.push_back(std::move(n));
+    if (moves) moves->push_back(move);
   };
   for (const auto& index : indices_) {
     const int log = Log2(s.splits.at(index));
     for (int step : {-2, -1, 1, 2}) {
       const int to = log + step;
       if (to < 0 || to > MaxLog2Split(index, sizes)) continue;
+      const std::string move = "split " + index + (step > 0 ? " up" : " down");
       SuperSchedule n = base;
       n.splits[index] = int64_t(1) << to;
       if (member(n)) {
-        add(std::move(n));
+        add(std::move(n), move);
         continue;
       }
       // A narrow dense inner split keeps its outer loop next to it: move it there.
@@ -425,27 +429,39 @@ std::vector<SuperSchedule> WacoTemplate::Neighbours(
       const std::string inner = SplitVarName(index, SplitPart::kInner);
       n.order.erase(std::find(n.order.begin(), n.order.end(), outer));
       n.order.insert(std::find(n.order.begin(), n.order.end(), inner), outer);
-      add(std::move(n));
+      add(std::move(n), move);
+    }
+  }
+  // One split doubled and another halved: a register tile of the same size in another shape
+  // (4 rows x 64 columns to 8 x 32), where doubling one alone would spill.
+  for (const auto& grow : indices_) {
+    for (const auto& shrink : indices_) {
+      const int grow_log = Log2(s.splits.at(grow)), shrink_log = Log2(s.splits.at(shrink));
+      if (grow == shrink || shrink_log < 1 || grow_log + 1 > MaxLog2Split(grow, sizes)) continue;
+      SuperSchedule n = base;
+      n.splits[grow] *= 2;
+      n.splits[shrink] /= 2;
+      add(std::move(n), "reshape");
     }
   }
   for (size_t p = 0; p + 1 < s.order.size(); ++p) {
     SuperSchedule n = base;
     std::swap(n.order[p], n.order[p + 1]);
-    add(std::move(n));
+    add(std::move(n), "order");
   }
   for (size_t v = 0; v < s.formats.size(); ++v) {
     if (s.formats[v] == LevelKind::kSliced) continue;
     SuperSchedule n = base;
     n.formats[v] = s.formats[v] == LevelKind::kDense ? LevelKind::kCompressed : LevelKind::kDense;
-    add(std::move(n));
+    add(std::move(n), "format");
   }
   {
     SuperSchedule n = base;
     n.partition = s.partition == Partition::kBalanced ? Partition::kDynamic : Partition::kBalanced;
-    add(n);
+    add(n, "partition");
     if (n.partition == Partition::kDynamic) {
       n.chunk = 16;
-      add(n);
+      add(n, "partition");
     }
   }
   if (s.partition == Partition::kDynamic) {
@@ -453,24 +469,24 @@ std::vector<SuperSchedule> WacoTemplate::Neighbours(
       if (chunk < 1 || Log2(chunk) > max_log2_chunk_) continue;
       SuperSchedule n = base;
       n.chunk = chunk;
-      add(std::move(n));
+      add(std::move(n), "chunk");
     }
   }
   for (int unroll : {s.unroll / 2, s.unroll * 2}) {
     if (unroll < 1) continue;
     SuperSchedule n = base;
     n.unroll = unroll;
-    add(std::move(n));
+    add(std::move(n), "unroll");
   }
   {
     SuperSchedule n = base;
     n.threads = base.threads == 1 ? threads : 1;
-    add(std::move(n));
+    add(std::move(n), "threads");
   }
   if (!spec_->transposable.empty()) {
     SuperSchedule n = base;
     n.transposed = !s.transposed;
-    add(std::move(n));
+    add(std::move(n), "transpose");
   }
   return out;
 }

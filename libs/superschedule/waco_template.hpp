@@ -178,13 +178,18 @@ class WacoTemplate {
 
   // The members of the template one move away from `s` for these sizes, each in normal form and
   // lowering, none equal to `s` or to each other. A move halves, doubles, quarters or quadruples
-  // one split (an unsplit index split by two or four), swaps two adjacent loops, flips one level
+  // one split (an unsplit index split by two or four), doubles one split while halving another
+  // (a tile of the same size, reshaped), swaps two adjacent loops, flips one level
   // of A between U and C, switches the partition, divides or multiplies the chunk by four,
   // halves or doubles the partial sums, switches between one thread and all, or reads SDDMM's
   // C the other way. A tune's second round measures the most promising of them around its best
-  // schedules: the best schedule is often one such move from a good one.
+  // schedules: the best schedule is often one such move from a good one. With `moves`, each
+  // neighbour's kind of move, in the same order: "split <index> up" or "down", "reshape", "order",
+  // "format", "partition", "chunk", "unroll", "threads", "transpose" (the classes whose
+  // success rates RefinementMoveWeights learns).
   std::vector<SuperSchedule> Neighbours(const SuperSchedule& s,
-                                        const std::map<std::string, int64_t>& sizes) const;
+                                        const std::map<std::string, int64_t>& sizes,
+                                        std::vector<std::string>* moves = nullptr) const;
 
   // The canonical schedule of a point.
   Schedule ToSchedule(const SuperSchedule& s) const;

@@ -1,12 +1,223 @@
 #include "tune/refinement.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
+#include "base/errors.hpp"
 #include "base/hash.hpp"
+#include "db/database.hpp"
+#include "ir/expression.hpp"
 
 namespace sparsetune {
+
+namespace {
+
+struct PoolEntry {
+  TuneCandidate candidate;
+  std::string move;
+  RefinementMoveWeights::Anchor anchor = RefinementMoveWeights::Anchor::kRule;
+  size_t anchor_rank = 0;
+};
+
+// The neighbours of the `anchors` fastest verified schedules the template expresses, each
+// once (with the move of the fastest anchor that reaches it), none measured already.
+std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
+                                     const std::map<std::string, int64_t>& sizes,
+                                     const std::vector<TuneCandidate>& measured,
+                                     const std::vector<RunResult>& results, int anchors) {
+  std::vector<size_t> verified;
+  for (size_t c = 0; c < measured.size() && c < results.size(); ++c) {
+    if (results[c].ok()) verified.push_back(c);
+  }
+  std::stable_sort(verified.begin(), verified.end(), [&](size_t a, size_t b) {
+    return results[a].time.median_ms < results[b].time.median_ms;
+  });
+  std::set<std::string> seen;
+  for (const auto& c : measured) seen.insert(c.json);
+  std::vector<PoolEntry> pool;
+  size_t rank = 0;
+  for (size_t c : verified) {
+    if (static_cast<int>(rank) >= anchors) break;
+    // Orderings are the final round's; a renumbered variant's neighbours are its own.
+    if (measured[c].schedule.ordering != OrderingKind::kNone) continue;
+    const auto point = waco.FromSchedule(measured[c].schedule, nullptr);
+    if (!point) continue;
+    std::vector<std::string> moves;
+    const std::vector<SuperSchedule> near = waco.Neighbours(*point, sizes, &moves);
+    for (size_t n = 0; n < near.size(); ++n) {
+      PoolEntry entry{{waco.ToSchedule(near[n]), "", kRefinedSource},
+                      moves[n],
+                      RefinementMoveWeights::AnchorOf(measured[c].source),
+                      rank};
+      entry.candidate.schedule.Canonicalize();
+      entry.candidate.json = entry.candidate.schedule.CanonicalJson();
+      if (seen.insert(entry.candidate.json).second) pool.push_back(std::move(entry));
+    }
+    ++rank;
+  }
+  return pool;
+}
+
+}  // namespace
+
+RefinementMoveWeights::Anchor RefinementMoveWeights::AnchorOf(const std::string& source) {
+  return source == "sampled" || source == "model" || source == kRefinedSource ? Anchor::kSearched
+                                                                              : Anchor::kRule;
+}
+
+const char* RefinementMoveWeights::AnchorName(Anchor anchor) {
+  return anchor == Anchor::kRule ? "from_rules" : "from_searched";
+}
+
+double RefinementMoveWeights::Weight(const std::string& move, Anchor anchor,
+                                     size_t anchor_rank) const {
+  const int kind = static_cast<int>(anchor);
+  const auto it = moves[kind].find(move);
+  const double by_move = it == moves[kind].end() ? unseen[kind] : it->second;
+  const double by_rank = anchors.empty() ? 1.0 : anchors[std::min(anchor_rank, anchors.size() - 1)];
+  return by_move * by_rank;
+}
+
+nlohmann::json RefinementMoveWeights::ToJson() const {
+  auto rounded = [](double w) { return std::round(w * 1e4) / 1e4; };
+  nlohmann::json out = {{"win", "a neighbour at least 1% faster than its first round's best"},
+                        {"matrices", matrices},
+                        {"neighbours", neighbours}};
+  for (Anchor anchor : {Anchor::kRule, Anchor::kSearched}) {
+    const int kind = static_cast<int>(anchor);
+    nlohmann::json& part = out[AnchorName(anchor)];
+    part = {{"unseen", rounded(unseen[kind])}, {"moves", nlohmann::json::object()}};
+    for (const auto& [move, w] : moves[kind]) part["moves"][move] = rounded(w);
+  }
+  out["anchors"] = nlohmann::json::array();
+  for (double w : anchors) out["anchors"].push_back(rounded(w));
+  return out;
+}
+
+RefinementMoveWeights RefinementMoveWeights::FromJson(const nlohmann::json& json,
+                                                      const std::string& what) {
+  RefinementMoveWeights w;
+  auto fail = [&](const std::string& cause) {
+    throw InputError(what, 0, "refine_moves: " + cause);
+  };
+  auto positive = [&](const nlohmann::json& v, const std::string& name) {
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      fail(name + " must be a positive number");
+    return v.get<double>();
+  };
+  if (!json.is_object()) fail("must be an object");
+  for (Anchor anchor : {Anchor::kRule, Anchor::kSearched}) {
+    const int kind = static_cast<int>(anchor);
+    const std::string name = AnchorName(anchor);
+    if (!json.contains(name)) continue;
+    const nlohmann::json& part = json[name];
+    if (!part.is_object() || !part.contains("moves") || !part["moves"].is_object())
+      fail(name + " must be an object with a \"moves\" object");
+    for (const auto& [move, v] : part["moves"].items())
+      w.moves[kind][move] = positive(v, name + "." + move);
+    if (part.contains("unseen")) w.unseen[kind] = positive(part["unseen"], name + ".unseen");
+  }
+  if (json.contains("anchors")) {
+    if (!json["anchors"].is_array()) fail("anchors must be an array");
+    for (const auto& v : json["anchors"]) w.anchors.push_back(positive(v, "an anchor's weight"));
+  }
+  w.matrices = json.value("matrices", int64_t(0));
+  w.neighbours = json.value("neighbours", int64_t(0));
+  return w;
+}
+
+RefinementMoveWeights LearnRefinementMoveWeights(Database& db, const std::string& kernel) {
+  RefinementMoveWeights out;
+  const auto waco = WacoTemplate::ForKernel(kernel);
+  if (!waco) return out;
+  MeasurementFilter filter;
+  filter.kernel = kernel;
+  const std::vector<MeasurementRow> rows = db.Measurements(filter);
+  // One contest per matrix, machine, dense sizes and type, in the order Measurements gives.
+  using ContestKey = std::tuple<std::string, int64_t, DenseSizes, DType>;
+  std::map<ContestKey, std::vector<const MeasurementRow*>> contests;
+  for (const MeasurementRow& row : rows)
+    contests[{row.fingerprint, row.machine_id, row.dense, row.dtype}].push_back(&row);
+
+  struct Tally {
+    int64_t wins = 0, tries = 0;
+    void Add(bool win) {
+      wins += win;
+      ++tries;
+    }
+  };
+  std::map<std::string, Tally> by_move[2];
+  Tally by_kind[2];
+  std::vector<Tally> by_rank;
+  for (const auto& [key, contest] : contests) {
+    std::vector<TuneCandidate> first;
+    std::vector<RunResult> results;
+    std::vector<const MeasurementRow*> refined;
+    double best = 0;
+    for (const MeasurementRow* row : contest) {
+      if (row->source == kRefinedSource) {
+        refined.push_back(row);
+        continue;
+      }
+      Schedule schedule = ParseScheduleText(row->schedule.canonical_json, "a stored schedule");
+      first.push_back({std::move(schedule), row->schedule.canonical_json, row->source});
+      RunResult result;
+      result.status = RunStatus::kOk;
+      result.time.median_ms = row->median_ms;
+      results.push_back(result);
+      if (best == 0 || row->median_ms < best) best = row->median_ms;
+    }
+    if (refined.empty() || first.empty()) continue;
+    const std::optional<MatrixRecord> matrix = db.FindMatrix(std::get<0>(key));
+    if (!matrix) continue;
+    std::map<std::string, int64_t> sizes;
+    try {
+      sizes = ResolveIndexSizes(waco->expression(), matrix->dims, std::get<2>(key));
+    } catch (const InputError&) {
+      continue;  // stored under sizes this expression does not take
+    }
+    const std::vector<PoolEntry> pool =
+        NeighbourPool(*waco, sizes, first, results, RefinementOptions().anchors);
+    std::map<std::string, const PoolEntry*> by_json;
+    for (const PoolEntry& entry : pool) by_json[entry.candidate.json] = &entry;
+    bool matched = false;
+    for (const MeasurementRow* row : refined) {
+      const auto it = by_json.find(row->schedule.canonical_json);
+      if (it == by_json.end()) continue;  // drawn around anchors that later times displaced
+      const PoolEntry& entry = *it->second;
+      const bool win = row->median_ms < best * (1 - kMoveWinMargin);
+      const int kind = static_cast<int>(entry.anchor);
+      by_move[kind][entry.move].Add(win);
+      by_kind[kind].Add(win);
+      if (by_rank.size() <= entry.anchor_rank) by_rank.resize(entry.anchor_rank + 1);
+      by_rank[entry.anchor_rank].Add(win);
+      ++out.neighbours;
+      matched = true;
+    }
+    out.matrices += matched;
+  }
+  if (out.neighbours == 0) return out;
+  // Each rate shrunk towards its kind's (and the kinds' towards one half).
+  auto shrunk = [](const Tally& t, double prior) {
+    return (t.wins + kMovePriorTries * prior) / (t.tries + kMovePriorTries);
+  };
+  for (int kind = 0; kind < 2; ++kind) {
+    out.unseen[kind] = shrunk(by_kind[kind], 0.5);
+    for (const auto& [move, tally] : by_move[kind])
+      out.moves[kind][move] = shrunk(tally, out.unseen[kind]);
+  }
+  Tally all;
+  for (const Tally& t : by_kind) {
+    all.wins += t.wins;
+    all.tries += t.tries;
+  }
+  for (const Tally& t : by_rank) out.anchors.push_back(shrunk(t, shrunk(all, 0.5)));
+  return out;
+}
 
 std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
                                                 const std::map<std::string, int64_t>& sizes,
@@ -15,38 +226,32 @@ std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
                                                 const RefinementOptions& options,
                                                 const std::string& rng_key) {
   if (options.count <= 0) return {};
-  std::vector<size_t> verified;
-  for (size_t c = 0; c < measured.size() && c < results.size(); ++c) {
-    if (results[c].ok()) verified.push_back(c);
-  }
-  std::sort(verified.begin(), verified.end(), [&](size_t a, size_t b) {
-    return results[a].time.median_ms < results[b].time.median_ms;
-  });
-  std::set<std::string> seen;
-  for (const auto& c : measured) seen.insert(c.json);
-  std::vector<TuneCandidate> pool;
-  int anchors = 0;
-  for (size_t c : verified) {
-    if (anchors >= options.anchors) break;
-    // Orderings are the final round's; a renumbered variant's neighbours are its own.
-    if (measured[c].schedule.ordering != OrderingKind::kNone) continue;
-    const auto point = waco.FromSchedule(measured[c].schedule, nullptr);
-    if (!point) continue;
-    ++anchors;
-    for (const SuperSchedule& n : waco.Neighbours(*point, sizes)) {
-      TuneCandidate candidate{waco.ToSchedule(n), "", kRefinedSource};
-      candidate.schedule.Canonicalize();
-      candidate.json = candidate.schedule.CanonicalJson();
-      if (seen.insert(candidate.json).second) pool.push_back(std::move(candidate));
-    }
-  }
+  std::vector<PoolEntry> pool = NeighbourPool(waco, sizes, measured, results, options.anchors);
   StableHasher hasher;
   hasher.UpdateString(rng_key);
   hasher.UpdateU64(options.seed);
   std::mt19937_64 rng(hasher.Digest64());
+  if (options.weights && !options.weights->empty()) {
+    // Weighted sampling without replacement (Efraimidis and Spirakis): the largest keys
+    // log(u) / w, u uniform in (0, 1].
+    std::vector<std::pair<double, size_t>> keys;
+    for (size_t p = 0; p < pool.size(); ++p) {
+      const double u = (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53;
+      keys.emplace_back(
+          std::log(u) / options.weights->Weight(pool[p].move, pool[p].anchor, pool[p].anchor_rank),
+          p);
+    }
+    std::sort(keys.begin(), keys.end(), std::greater<>());
+    std::vector<TuneCandidate> out;
+    for (size_t k = 0; k < keys.size() && static_cast<int>(out.size()) < options.count; ++k)
+      out.push_back(std::move(pool[keys[k].second].candidate));
+    return out;
+  }
   std::shuffle(pool.begin(), pool.end(), rng);
   if (static_cast<int>(pool.size()) > options.count) pool.resize(options.count);
-  return pool;
+  std::vector<TuneCandidate> out;
+  for (PoolEntry& entry : pool) out.push_back(std::move(entry.candidate));
+  return out;
 }
 
 }  // namespace sparsetune

@@ -171,6 +171,7 @@ nlohmann::json TuneReport::ToJson() const {
   out["sources"] = sources_used;
   out["model_evaluations"] = model_evaluations;
   if (model_top_k > 0) out["model_top_k"] = model_top_k;
+  out["refine_weighted"] = refine_weighted;
   out["model"] = model_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(model_dir);
   out["model_calibrated"] = model_calibrated;
   if (!model_skipped.empty()) out["model_skipped"] = model_skipped;
@@ -216,6 +217,11 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     if (!report.model_skipped.empty()) model_dir.clear();
   }
   report.model_dir = model_dir;
+  // The model's move weights steer the second round; without a model it draws uniformly.
+  RefinementMoveWeights move_weights;
+  if (const nlohmann::json moves = ModelRefineMoves(model_dir); !moves.is_null())
+    move_weights = RefinementMoveWeights::FromJson(
+        moves, (std::filesystem::path(model_dir) / kModelManifest).string());
   report.model_calibrated =
       !model_dir.empty() &&
       model_dir == CalibratedModelDirectory(MachineKey(machine), request.kernel);
@@ -262,6 +268,8 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
       RefinementOptions refinement;
       refinement.count = request.refine;
       refinement.seed = request.seed;
+      refinement.weights = &move_weights;
+      report.refine_weighted = !move_weights.empty();
       measuring.second_round_steps = request.refine_steps;
       measuring.second_round = [&, refinement](const std::vector<TuneCandidate>& candidates,
                                                const std::vector<RunResult>& results) {

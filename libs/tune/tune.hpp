@@ -85,6 +85,7 @@ struct TuneReport {
   std::vector<std::string> sources_used;
   int64_t model_evaluations = 0;  // head evaluations of the search
   int model_top_k = 0;            // the model's picks asked for (0: no model)
+  bool refine_weighted = false;   // the second round drew with the model's move weights
   std::string model_dir;          // the cost model's folder ("": none)
   bool model_calibrated = false;  // it is the one `sparsetune calibrate` made for this machine
   // Why the shipped (or calibrated) model was not consulted: its schedules have nothing to gain

@@ -108,6 +108,45 @@ TEST(CostModel, RandomRankingBaselineIsTheExactExpectationOverEveryTop10) {
               1e-12);
 }
 
+// The move weights in the shipped SpMM model are what `train --moves-only` learns from the
+// shipped measurements; the rest of the manifest is left as it was.
+TEST(CostModel, TheShippedMoveWeightsAreLearnedFromTheShippedMeasurements) {
+  testing::TempDir dir;
+  const std::string source = SPARSETUNE_SOURCE_DIR;
+  const std::string db = dir.File("spmm.db");
+  const auto imported = testing::RunCli(
+      {"db", "import", source + "/datasets/measurements/spmm.jsonl.gz", "--db", db});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  const std::string model = dir.File("model");
+  fs::copy(source + "/models/spmm", model, fs::copy_options::recursive);
+  nlohmann::json shipped;
+  std::ifstream(model + "/" + kModelManifest) >> shipped;
+  ASSERT_TRUE(shipped.contains("refine_moves"));
+  nlohmann::json stripped = shipped;
+  stripped.erase("refine_moves");
+  std::ofstream(model + "/" + kModelManifest) << stripped.dump(2);
+
+  const auto learned = testing::RunCli({"train", "--kernel", "spmm", "--db", db, "--out", model,
+                                        "--moves-only", "--tune-top-k", "7"});
+  ASSERT_EQ(learned.exit_code, 0) << learned.err;
+  EXPECT_NE(learned.out.find("split j up"), std::string::npos) << learned.out;
+  nlohmann::json written;
+  std::ifstream(model + "/" + kModelManifest) >> written;
+  EXPECT_EQ(written["refine_moves"], shipped["refine_moves"]);
+  EXPECT_GT(written["refine_moves"]["neighbours"].get<int>(), 5000);
+  EXPECT_EQ(written["tune_top_k"], 7);
+  written.erase("refine_moves");
+  written.erase("tune_top_k");
+  EXPECT_EQ(written, stripped);
+  EXPECT_EQ(ModelRefineMoves(model), shipped["refine_moves"]);
+
+  const auto no_model = testing::RunCli(
+      {"train", "--kernel", "spmm", "--db", db, "--out", dir.File("empty"), "--moves-only"});
+  EXPECT_EQ(no_model.exit_code, 2);
+  EXPECT_NE(no_model.err.find(dir.File("empty") + "/model.json"), std::string::npos)
+      << no_model.err;
+}
+
 // Collects a few real matrices, trains one epoch (WACONet seeing the summary and tile
 // statistics beside the pattern; the shipped models' summary inputs are exercised by tune's
 // tests), then loads the model and scores with it.
@@ -161,6 +200,8 @@ TEST_F(TrainedModel, WritesTheModelAndBothModelsMetrics) {
   std::ifstream(fs::path(model_) / kModelManifest) >> manifest;
   EXPECT_EQ(manifest["side_inputs"], "summary-tiles");
   EXPECT_EQ(manifest["side_mean"].size(), 18u);  // 10 summary and 8 tile statistics
+  // No neighbours were collected: nothing to weigh the second round's moves by.
+  EXPECT_FALSE(manifest.contains("refine_moves"));
   for (const char* model : {"validation", "summary_features"}) {
     for (const char* field :
          {"pairwise_accuracy", "kendall_tau", "top1_regret", "top10_regret", "top10_within_10pct"})

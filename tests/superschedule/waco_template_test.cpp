@@ -353,13 +353,18 @@ namespace {
 // index, the loop order, each level's format, the partition with its chunk, the partial sums,
 // the threads, C's transposition. A split move may also move its own loops and formats, and a
 // move that leaves no reduction to split ends the partial sums (normal form): those count with
-// the move.
+// the move. One split doubled and another halved (a reshaped tile) is one move.
 int ChoicesChanged(const SuperSchedule& a, const SuperSchedule& b) {
   int changed = 0;
   bool split_changed = false;
+  std::vector<double> ratios;
   for (const auto& [index, split] : a.splits) {
-    if (b.splits.at(index) != split) ++changed, split_changed = true;
+    if (b.splits.at(index) != split) {
+      ++changed, split_changed = true;
+      ratios.push_back(double(b.splits.at(index)) / split);
+    }
   }
+  if (ratios.size() == 2 && ratios[0] * ratios[1] == 1.0) --changed;
   if (!split_changed) {
     changed += a.order != b.order;
     for (size_t v = 0; v < a.formats.size(); ++v) changed += a.formats[v] != b.formats[v];
@@ -409,6 +414,60 @@ TEST(WacoTemplate, NeighboursOfCsrIncludeBlocksAndCodeChoices) {
   EXPECT_TRUE(has([&](const SuperSchedule& n) { return n.partition != csr->partition; }));
   EXPECT_TRUE(has([&](const SuperSchedule& n) { return (n.threads == 1) != (csr->threads == 1); }));
   EXPECT_FALSE(has([&](const SuperSchedule& n) { return n == *csr; }));
+}
+
+// Each neighbour names its move, and the name says what changed.
+TEST(WacoTemplate, NeighboursNameTheirMoves) {
+  for (const std::string& kernel : WacoTemplate::Kernels()) {
+    auto t = WacoTemplate::ForKernel(kernel);
+    const Sizes sizes = SizesFor(*t, DimsFor(*t)[3]);
+    std::mt19937_64 rng(11);
+    for (int draw = 0; draw < 10; ++draw) {
+      const SuperSchedule s = t->Sample(sizes, rng);
+      std::vector<std::string> moves;
+      const std::vector<SuperSchedule> near = t->Neighbours(s, sizes, &moves);
+      ASSERT_EQ(moves.size(), near.size()) << kernel;
+      for (size_t n = 0; n < near.size(); ++n) {
+        const SuperSchedule& to = near[n];
+        const std::string& move = moves[n];
+        const std::string context =
+            kernel + " " + move + "\n" + s.ToJson().dump() + "\n" + to.ToJson().dump();
+        if (move.rfind("split ", 0) == 0) {
+          const std::string index = move.substr(6, move.find(' ', 6) - 6);
+          const bool up = move.substr(move.size() - 2) == "up";
+          EXPECT_EQ(to.splits.at(index) > s.splits.at(index), up) << context;
+          EXPECT_NE(to.splits.at(index), s.splits.at(index)) << context;
+        } else if (move == "reshape") {
+          int64_t before = 1, after = 1;
+          int changed = 0;
+          for (const auto& [index, split] : s.splits) {
+            before *= split;
+            after *= to.splits.at(index);
+            changed += to.splits.at(index) != split;
+          }
+          EXPECT_EQ(before, after) << context;
+          EXPECT_EQ(changed, 2) << context;
+        } else if (move == "order") {
+          EXPECT_NE(to.order, s.order) << context;
+          EXPECT_EQ(to.splits, s.splits) << context;
+        } else if (move == "format") {
+          EXPECT_NE(to.formats, s.formats) << context;
+        } else if (move == "threads") {
+          EXPECT_NE(to.threads == 1, s.threads == 1) << context;
+        } else if (move == "partition") {
+          EXPECT_NE(to.partition, s.partition) << context;
+        } else if (move == "chunk") {
+          EXPECT_NE(to.chunk, s.chunk) << context;
+        } else if (move == "unroll") {
+          EXPECT_NE(to.unroll, s.unroll) << context;
+        } else if (move == "transpose") {
+          EXPECT_NE(to.transposed, s.transposed) << context;
+        } else {
+          ADD_FAILURE() << "unknown move: " << context;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

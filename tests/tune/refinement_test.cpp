@@ -2,9 +2,14 @@
 // already, a deterministic draw.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
+#include "base/errors.hpp"
+#include "db/database.hpp"
 #include "ir/kernels.hpp"
 #include "tune/candidates.hpp"
 #include "tune/refinement.hpp"
@@ -83,6 +88,170 @@ TEST(Refinement, DrawsNeighboursOfTheFastestNeverMeasuredBefore) {
   EXPECT_TRUE(RefinementCandidates(*waco, sizes, round.candidates, round.results, options,
                                    "spmm/fingerprint")
                   .empty());
+}
+
+// The neighbours of `anchor` whose move is `move`, as canonical JSON.
+std::set<std::string> NeighboursByMove(const WacoTemplate& waco, const Sizes& sizes,
+                                       const Schedule& anchor, const std::string& move) {
+  std::vector<std::string> moves;
+  const auto near = waco.Neighbours(*waco.FromSchedule(anchor, nullptr), sizes, &moves);
+  EXPECT_EQ(moves.size(), near.size());
+  std::set<std::string> out;
+  for (size_t n = 0; n < near.size(); ++n) {
+    if (moves[n] != move) continue;
+    Schedule schedule = waco.ToSchedule(near[n]);
+    schedule.Canonicalize();
+    out.insert(schedule.CanonicalJson());
+  }
+  return out;
+}
+
+// The most frequent move around `anchor`.
+std::string CommonestMove(const WacoTemplate& waco, const Sizes& sizes, const Schedule& anchor) {
+  std::vector<std::string> moves;
+  waco.Neighbours(*waco.FromSchedule(anchor, nullptr), sizes, &moves);
+  std::map<std::string, int> count;
+  for (const auto& m : moves) ++count[m];
+  return std::max_element(count.begin(), count.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+TEST(Refinement, WeightedDrawsFavourTheMovesThatPaid) {
+  const auto waco = WacoTemplate::ForKernel("spmm");
+  const Sizes sizes = {{"i", 4000}, {"k", 4000}, {"j", 64}};
+  const FirstRound round = SpmmFirstRound(*waco, sizes);
+  const Schedule& fastest = round.candidates[1].schedule;
+  const std::string favoured = CommonestMove(*waco, sizes, fastest);
+  const std::set<std::string> favoured_jsons = NeighboursByMove(*waco, sizes, fastest, favoured);
+  ASSERT_GE(favoured_jsons.size(), 2u) << favoured;
+  RefinementMoveWeights weights;
+  // The fastest anchor is a sample: the weights of moves from drawn schedules apply.
+  weights.moves[1][favoured] = 1.0;
+  weights.moves[0][favoured] = 1e-9;
+  weights.unseen[0] = weights.unseen[1] = 1e-9;
+  RefinementOptions options;
+  options.count = 2;
+  options.anchors = 1;
+  options.weights = &weights;
+  for (const char* key : {"spmm/a", "spmm/b", "spmm/c"}) {
+    const auto picks =
+        RefinementCandidates(*waco, sizes, round.candidates, round.results, options, key);
+    ASSERT_EQ(picks.size(), 2u);
+    for (const auto& p : picks)
+      EXPECT_TRUE(favoured_jsons.count(p.json)) << "not a '" << favoured << "' move: " << p.json;
+  }
+  // The others keep a chance: asked for more than the favoured moves give, the draw goes on.
+  options.count = static_cast<int>(favoured_jsons.size()) + 2;
+  const auto more =
+      RefinementCandidates(*waco, sizes, round.candidates, round.results, options, "spmm/a");
+  EXPECT_EQ(more.size(), favoured_jsons.size() + 2);
+}
+
+TEST(Refinement, MoveWeightsFromAManifestAreChecked) {
+  using Anchor = RefinementMoveWeights::Anchor;
+  const nlohmann::json good = {
+      {"from_rules", {{"moves", {{"split j up", 0.4}, {"threads", 0.02}}}, {"unseen", 0.08}}},
+      {"from_searched", {{"moves", {{"split j up", 0.2}}}, {"unseen", 0.1}}},
+      {"anchors", {0.1, 0.05}}};
+  const RefinementMoveWeights w = RefinementMoveWeights::FromJson(good, "model.json");
+  EXPECT_DOUBLE_EQ(w.Weight("split j up", Anchor::kRule, 0), 0.4 * 0.1);
+  EXPECT_DOUBLE_EQ(w.Weight("split j up", Anchor::kSearched, 0), 0.2 * 0.1);
+  EXPECT_DOUBLE_EQ(w.Weight("threads", Anchor::kRule, 5), 0.02 * 0.05);     // past the ranks: last
+  EXPECT_DOUBLE_EQ(w.Weight("threads", Anchor::kSearched, 1), 0.1 * 0.05);  // unseen
+  EXPECT_EQ(RefinementMoveWeights::AnchorOf("heuristic"), Anchor::kRule);
+  EXPECT_EQ(RefinementMoveWeights::AnchorOf("model"), Anchor::kSearched);
+  const RefinementMoveWeights again = RefinementMoveWeights::FromJson(w.ToJson(), "again");
+  EXPECT_EQ(again.moves[0], w.moves[0]);
+  EXPECT_EQ(again.moves[1], w.moves[1]);
+  EXPECT_EQ(again.anchors, w.anchors);
+  for (const nlohmann::json& bad :
+       {nlohmann::json{{"from_rules", {{"moves", {{"threads", 0}}}}}},
+        nlohmann::json{{"from_searched", {{"moves", {{"x", "a"}}}}}},
+        nlohmann::json{{"from_rules", {{"moves", {{"x", 1}}}}}, {"anchors", {-1}}},
+        nlohmann::json{{"from_rules", 3}}, nlohmann::json::array()}) {
+    try {
+      RefinementMoveWeights::FromJson(bad, "models/spmm/model.json");
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("models/spmm/model.json"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("refine_moves"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Weights are learned from stored neighbours: each matched to the move that reaches it from
+// its matrix's fastest first-round times, a win when it beats all of them.
+TEST(Refinement, MoveWeightsAreLearnedFromStoredNeighbours) {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "sparsetune-moves-XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::string dir = pattern;
+  {
+    const auto waco = WacoTemplate::ForKernel("spmm");
+    const Sizes sizes = {{"i", 4000}, {"k", 4000}, {"j", 64}};
+    const FirstRound round = SpmmFirstRound(*waco, sizes);
+    auto db = Database::Open(dir + "/t.db", OpenMode::kReadWrite);
+    MachineInfo machine;
+    machine.cpu_model = "Test CPU";
+    machine.cores = 2;
+    machine.threads = 2;
+    TuningKey key;
+    key.fingerprint = "fp";
+    key.kernel = "spmm";
+    key.machine_id = db->UpsertMachine(machine);
+    key.dense = {{"j", 64}};
+    MatrixRecord matrix;
+    matrix.fingerprint = "fp";
+    matrix.name = "m";
+    matrix.dims = {4000, 4000};
+    matrix.nnz = 40000;
+    db->UpsertMatrix(matrix);
+    auto store = [&](const std::string& json, const std::string& source, double ms) {
+      MeasurementRecord record;
+      record.key = key;
+      record.expression = waco->expression().text;
+      record.schedule_json = json;
+      record.median_ms = record.min_ms = record.max_ms = ms;
+      record.reps = 5;
+      record.verified = true;
+      record.source = source;
+      db->RecordMeasurement(record);
+    };
+    store(round.candidates[0].json, "fixed_csr", 3.0);
+    store(round.candidates[1].json, "sampled", 1.0);
+    const Schedule& fastest = round.candidates[1].schedule;
+    std::vector<std::string> moves;
+    waco->Neighbours(*waco->FromSchedule(fastest, nullptr), sizes, &moves);
+    const std::string won = moves.front();
+    std::string lost;
+    for (const auto& m : moves) {
+      if (m != won) lost = m;
+    }
+    ASSERT_FALSE(lost.empty());
+    store(*NeighboursByMove(*waco, sizes, fastest, won).begin(), kRefinedSource, 0.5);
+    store(*NeighboursByMove(*waco, sizes, fastest, lost).begin(), kRefinedSource, 2.0);
+    // Faster than the first round by less than the margin: no win.
+    store(*NeighboursByMove(*waco, sizes, fastest, lost).rbegin(), kRefinedSource, 0.995);
+
+    const RefinementMoveWeights w = LearnRefinementMoveWeights(*db, "spmm");
+    EXPECT_EQ(w.matrices, 1);
+    const int tries = NeighboursByMove(*waco, sizes, fastest, lost).size() > 1 ? 3 : 2;
+    EXPECT_EQ(w.neighbours, tries);
+    // The fastest anchor is a sample: what was learned is about moves from drawn schedules,
+    // each rate shrunk towards the kind's, which is shrunk towards one half.
+    const auto searched = static_cast<int>(RefinementMoveWeights::Anchor::kSearched);
+    EXPECT_TRUE(w.moves[1 - searched].empty());
+    const double kind = (1 + kMovePriorTries * 0.5) / (tries + kMovePriorTries);
+    EXPECT_DOUBLE_EQ(w.unseen[searched], kind);
+    EXPECT_DOUBLE_EQ(w.moves[searched].at(won),
+                     (1 + kMovePriorTries * kind) / (1 + kMovePriorTries));
+    EXPECT_LT(w.moves[searched].at(lost), kind);
+    EXPECT_GT(w.Weight(won, RefinementMoveWeights::Anchor::kSearched, 0),
+              w.Weight(lost, RefinementMoveWeights::Anchor::kSearched, 0));
+    EXPECT_TRUE(LearnRefinementMoveWeights(*db, "sddmm").empty());
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -141,6 +141,39 @@ TEST(TuneCli, TheModelsManifestSetsHowManyOfItsPicksAreMeasured) {
   EXPECT_EQ(from_manifest["model_top_k"], 3);
   EXPECT_EQ(picks({"--top-k", "5"}, &from_option), 5);
   EXPECT_EQ(from_option["model_top_k"], 5);
+  EXPECT_EQ(from_option["refine_weighted"], false);  // no second round
+}
+
+// A model's manifest may say how often each kind of move paid (train learns it); the second
+// round then draws with those weights. Malformed weights stop the tune before it stores
+// anything, naming the manifest.
+TEST(TuneCli, TheModelsMoveWeightsSteerTheSecondRound) {
+  TempDir dir;
+  const std::string model = dir.File("model");
+  std::filesystem::copy(std::string(SPARSETUNE_SOURCE_DIR) + "/models/spmv", model,
+                        std::filesystem::copy_options::recursive);
+  const std::string manifest_path = model + "/model.json";
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(manifest_path));
+  auto tune = [&](const nlohmann::json& moves, const std::string& db) {
+    manifest["refine_moves"] = moves;
+    std::ofstream(manifest_path) << manifest.dump();
+    return RunCli({"tune", kExample, "--kernel", "spmv", "--db", db, "--model", model, "--top-k",
+                   "2", "--refine", "2", "--orderings", "none", "--force", "--json"});
+  };
+  const auto bad = tune({{"from_rules", {{"moves", {{"threads", -1}}}}}}, dir.File("bad.db"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find(manifest_path), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("refine_moves"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("bad.db")));
+
+  const auto weighted = tune(
+      {{"from_rules", {{"moves", {{"split i up", 0.3}, {"threads", 0.01}}}}}}, dir.File("t.db"));
+  ASSERT_EQ(weighted.exit_code, 0) << weighted.err;
+  const nlohmann::json report = nlohmann::json::parse(weighted.out);
+  EXPECT_EQ(report["refine_weighted"], true);
+  int refined = 0;
+  for (const auto& c : report["candidates"]) refined += c["source"] == "refined";
+  EXPECT_EQ(refined, 2);
 }
 
 // The shipped MTTKRP model ranks schedules that gain 1.02x over FixedCSR at best: tune measures
