@@ -9,7 +9,9 @@
 // - the symmetric degree ordering, x and y in its order (the hubs' entries of x together);
 // - SELL-32 prefetching the entries of x it gathers 8 steps ahead;
 // - SELL-32 with y scattered back to the caller's order in a pass of its own, as the emitted
-//   row-degree kernels do.
+//   row-degree kernels do, and written there by the loop itself;
+// - SELL-C-sigma: the rows sorted only within windows of sigma rows, y written in the caller's
+//   order by the loop (the writes stay local; the slices pad to each window's hubs).
 // Hand-written loops over hand-built arrays, compiled with the kernels' flags, float, all
 // threads, timed in turns in one run.
 //
@@ -106,10 +108,11 @@ Sell BuildSell(const Rows& rows_of, int64_t rows, int lanes, int32_t lo, int32_t
 }
 
 // y[i] (+)= the slices' rows times x; kValues false skips the values (every value taken as 1,
-// padding included: a bound, not a result).
+// padding included: a bound, not a result). With `y_row` (the caller's row of each slot row),
+// y is written in the caller's order by the loop itself.
 template <int kLanes, bool kValues, bool kAdd>
 void SellRows(const Sell& a, const float* __restrict x, float* __restrict y, int64_t from,
-              int64_t to) {
+              int64_t to, const int32_t* __restrict y_row = nullptr) {
   const int32_t* __restrict cols = a.cols.data();
   const float* __restrict values = a.values.data();
   for (int64_t t = from; t < to; ++t) {
@@ -120,6 +123,10 @@ void SellRows(const Sell& a, const float* __restrict x, float* __restrict y, int
         const int64_t q = int64_t(j) * kLanes + k;
         sum[k] += kValues ? values[q] * x[cols[q]] : x[cols[q]];
       }
+    }
+    if (y_row) {
+      for (int k = 0; k < kLanes; ++k) y[y_row[t * kLanes + k]] = sum[k];
+      continue;
     }
     for (int k = 0; k < kLanes; ++k) y[t * kLanes + k] = kAdd ? y[t * kLanes + k] + sum[k] : sum[k];
   }
@@ -175,9 +182,11 @@ enum class Loop { kVector, kNoValues, kScalar, kPrefetch };
 
 template <int kLanes>
 void RunSlices(const std::vector<Sell>& segments, Loop loop, const float* x, float* y, int64_t from,
-               int64_t to) {
+               int64_t to, const int32_t* y_row) {
   for (size_t g = 0; g < segments.size(); ++g) {
-    if (loop == Loop::kScalar) {
+    if (y_row) {
+      SellRows<kLanes, true, false>(segments[g], x, y, from, to, y_row);
+    } else if (loop == Loop::kScalar) {
       SellRowsScalar(segments[g], x, y, from, to);
     } else if (loop == Loop::kPrefetch) {
       SellRowsPrefetched<kLanes>(segments[g], x, y, from, to);
@@ -201,6 +210,9 @@ struct Variant {
   // Set (old_of_new): y is scattered to y_out[scatter[i]] after the loop, in a parallel pass of
   // its own.
   const std::vector<int32_t>* scatter = nullptr;
+  // Set: the loop writes row r of the slices to y_out[y_row[r]] (padding rows to the spare
+  // entries past the last row).
+  std::vector<int32_t> y_row;
 };
 
 void Spmv(const Variant& v, const float* x, float* y, float* y_out) {
@@ -209,9 +221,11 @@ void Spmv(const Variant& v, const float* x, float* y, float* y_out) {
   {
     const int t = omp_get_thread_num();
     const int64_t from = v.thread_start[t], to = v.thread_start[t + 1];
-    if (lanes == 8) RunSlices<8>(v.segments, v.loop, x, y, from, to);
-    if (lanes == 16) RunSlices<16>(v.segments, v.loop, x, y, from, to);
-    if (lanes == 32) RunSlices<32>(v.segments, v.loop, x, y, from, to);
+    const int32_t* y_row = v.y_row.empty() ? nullptr : v.y_row.data();
+    float* into = y_row ? y_out : y;
+    if (lanes == 8) RunSlices<8>(v.segments, v.loop, x, into, from, to, y_row);
+    if (lanes == 16) RunSlices<16>(v.segments, v.loop, x, into, from, to, y_row);
+    if (lanes == 32) RunSlices<32>(v.segments, v.loop, x, into, from, to, y_row);
   }
   if (v.scatter) {
     const int32_t* to = v.scatter->data();
@@ -287,6 +301,42 @@ int main(int argc, char** argv) {
   add("  prefetching x 8 steps ahead", 32, sorted_rows, 1, Loop::kPrefetch);
   add("  y scattered to the caller's order", 32, sorted_rows, 1, Loop::kVector)->scatter =
       &row_degree.old_rows;
+  // The caller's row of every slot row (padding rows to the spare entries of y_out).
+  auto caller_rows = [&](const std::vector<int32_t>& old_of_new, int lanes) {
+    std::vector<int32_t> out(old_of_new);
+    const int64_t padded = (rows + lanes - 1) / lanes * lanes;
+    for (int64_t r = rows; r < padded; ++r) out.push_back(static_cast<int32_t>(r));
+    return out;
+  };
+  add("  y written to the caller's order by the loop", 32, sorted_rows, 1, Loop::kVector)->y_row =
+      caller_rows(row_degree.old_rows, 32);
+  // SELL-C-sigma: rows sorted by their nonzeros only within windows of sigma rows, so the loop's
+  // writes to y in the caller's order stay within a few KiB.
+  std::vector<CooTensor> windowed(2);
+  std::vector<Rows> windowed_rows(2);
+  const int64_t sigmas[2] = {1024, 8192};
+  for (int w = 0; w < 2; ++w) {
+    MatrixOrdering window;
+    window.kind = OrderingKind::kRowDegree;
+    std::vector<int64_t> degree(rows, 0);
+    for (int32_t i : m.coords[0]) ++degree[i];
+    for (int64_t r = 0; r < rows; ++r) window.old_rows.push_back(static_cast<int32_t>(r));
+    for (int64_t lo = 0; lo < rows; lo += sigmas[w]) {
+      std::stable_sort(window.old_rows.begin() + lo,
+                       window.old_rows.begin() + std::min(rows, lo + sigmas[w]),
+                       [&](int32_t a, int32_t b) { return degree[a] > degree[b]; });
+    }
+    window.rows.assign(rows, 0);
+    for (int64_t r = 0; r < rows; ++r) window.rows[window.old_rows[r]] = static_cast<int32_t>(r);
+    windowed[w] = PermuteMatrix(m, window);
+    windowed_rows[w] = RowsOf(windowed[w]);
+    for (int lanes : {16, 32}) {
+      add("SELL-" + std::to_string(lanes) + "-" + std::to_string(sigmas[w]) +
+              ", y in the caller's order by the loop",
+          lanes, windowed_rows[w], 1, Loop::kVector)
+          ->y_row = caller_rows(window.old_rows, lanes);
+    }
+  }
   CooTensor symmetric;
   Rows symmetric_rows;
   if (rows == cols) {
@@ -313,7 +363,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  BulkVector<float> x(cols), y(rows + 64), y_out(rows);
+  BulkVector<float> x(cols), y(rows + 64), y_out(rows + 64);
   for (int64_t k = 0; k < cols; ++k) x[k] = 1.0f + float(k % 7) * 0.1f;
   std::vector<std::vector<double>> times(variants.size());
   std::vector<double> checksum(variants.size());
@@ -329,7 +379,8 @@ int main(int argc, char** argv) {
                 .count());
       }
       times[v].push_back(Median(calls));
-      const float* result = variants[v].scatter ? y_out.data() : y.data();
+      const float* result =
+          variants[v].scatter || !variants[v].y_row.empty() ? y_out.data() : y.data();
       double sum = 0;
       for (int64_t i = 0; i < rows; ++i) sum += result[i];
       checksum[v] = sum;

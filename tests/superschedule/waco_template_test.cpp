@@ -10,6 +10,7 @@
 
 #include "ir/kernels.hpp"
 #include "ir/loop_nest.hpp"
+#include "ir/schedule.hpp"
 #include "superschedule/waco_template.hpp"
 
 namespace sparsetune {
@@ -414,6 +415,31 @@ TEST(WacoTemplate, NeighboursOfCsrIncludeBlocksAndCodeChoices) {
   EXPECT_TRUE(has([&](const SuperSchedule& n) { return n.partition != csr->partition; }));
   EXPECT_TRUE(has([&](const SuperSchedule& n) { return (n.threads == 1) != (csr->threads == 1); }));
   EXPECT_FALSE(has([&](const SuperSchedule& n) { return n == *csr; }));
+}
+
+// A register tile of 4 rows x 64 columns reshapes to 8 x 32 in one move (doubling the rows alone
+// would hold 8 x 64 accumulators).
+TEST(WacoTemplate, ATileReshapesInOneMove) {
+  auto spmm = WacoTemplate::ForKernel("spmm");
+  const Sizes sizes = SizesFor(*spmm, {5000, 5000});
+  const auto tile = spmm->FromSchedule(
+      ParseScheduleText(R"({"format":["i1:U","k:C","i0:U"],"narrow_coordinates":true,
+          "parallel":{"chunk":1,"index":"i1","partition":"balanced","threads":2},
+          "splits":{"i":4,"j":64},"tree":{"loops":["i1","j1","k","i0","j0"]}})",
+                        "a tile"),
+      nullptr);
+  ASSERT_TRUE(tile);
+  std::vector<std::string> moves;
+  const std::vector<SuperSchedule> near = spmm->Neighbours(*tile, sizes, &moves);
+  bool reshaped = false;
+  for (size_t n = 0; n < near.size(); ++n) {
+    if (near[n].splits.at("i") == 8 && near[n].splits.at("j") == 32 &&
+        near[n].splits.at("k") == tile->splits.at("k")) {
+      EXPECT_EQ(moves[n], "reshape");
+      reshaped = true;
+    }
+  }
+  EXPECT_TRUE(reshaped);
 }
 
 // Each neighbour names its move, and the name says what changed.
