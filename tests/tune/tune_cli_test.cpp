@@ -115,15 +115,25 @@ TEST(TuneCli, ASecondRoundMeasuresNeighboursOfTheFirstRoundsBest) {
 
 // A tune measures as many of the model's picks as its manifest says (tune_top_k), unless
 // --top-k says otherwise; the report names the count.
+// A copy of the shipped SpMV model whose manifest a test edits.
+struct EditableModel {
+  explicit EditableModel(const TempDir& dir) : path(dir.File("model")) {
+    std::filesystem::copy(std::string(SPARSETUNE_SOURCE_DIR) + "/models/spmv", path,
+                          std::filesystem::copy_options::recursive);
+    manifest = nlohmann::json::parse(std::ifstream(manifest_path()));
+  }
+  std::string manifest_path() const { return path + "/model.json"; }
+  void Write() const { std::ofstream(manifest_path()) << manifest.dump(); }
+  std::string path;
+  nlohmann::json manifest;
+};
+
 TEST(TuneCli, TheModelsManifestSetsHowManyOfItsPicksAreMeasured) {
   TempDir dir;
-  const std::string model = dir.File("model");
-  std::filesystem::copy(std::string(SPARSETUNE_SOURCE_DIR) + "/models/spmv", model,
-                        std::filesystem::copy_options::recursive);
-  const std::string manifest_path = model + "/model.json";
-  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(manifest_path));
-  manifest["tune_top_k"] = 3;
-  std::ofstream(manifest_path) << manifest.dump();
+  EditableModel edited(dir);
+  const std::string& model = edited.path;
+  edited.manifest["tune_top_k"] = 3;
+  edited.Write();
   auto picks = [&](std::vector<std::string> extra, nlohmann::json* report) {
     std::vector<std::string> args = {"tune",           kExample,  "--kernel", "spmv",     "--db",
                                      dir.File("t.db"), "--model", model,      "--refine", "0",
@@ -149,14 +159,12 @@ TEST(TuneCli, TheModelsManifestSetsHowManyOfItsPicksAreMeasured) {
 // anything, naming the manifest.
 TEST(TuneCli, TheModelsMoveWeightsSteerTheSecondRound) {
   TempDir dir;
-  const std::string model = dir.File("model");
-  std::filesystem::copy(std::string(SPARSETUNE_SOURCE_DIR) + "/models/spmv", model,
-                        std::filesystem::copy_options::recursive);
-  const std::string manifest_path = model + "/model.json";
-  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(manifest_path));
+  EditableModel edited(dir);
+  const std::string& model = edited.path;
+  const std::string manifest_path = edited.manifest_path();
   auto tune = [&](const nlohmann::json& moves, const std::string& db) {
-    manifest["refine_moves"] = moves;
-    std::ofstream(manifest_path) << manifest.dump();
+    edited.manifest["refine_moves"] = moves;
+    edited.Write();
     return RunCli({"tune", kExample, "--kernel", "spmv", "--db", db, "--model", model, "--top-k",
                    "2", "--refine", "2", "--orderings", "none", "--force", "--json"});
   };
