@@ -20,6 +20,7 @@
 
 #include "base/bulk_allocator.hpp"
 #include "base/errors.hpp"
+#include "base/memory.hpp"
 #include "base/threads.hpp"
 #include "baselines/baseline.hpp"
 #include "commands.hpp"
@@ -279,35 +280,91 @@ BenchOperand ReadBenchOperand(const BenchOptions& o, const ResolvedKernel& k) {
   return operand;
 }
 
+// Keeps bench within memory: every contender is held until all are timed together, so one is
+// prepared only when what it is expected to hold, with what the libraries still to come will
+// hold, leaves a margin free; otherwise it is listed unprepared with the reason.
+class MemoryGuard {
+ public:
+  MemoryGuard(const CooTensor& tensor, int64_t output_elements, DType dtype, size_t libraries)
+      : libraries_left_(int64_t(libraries)) {
+    const int64_t value = DTypeSize(dtype);
+    matrix_bytes_ = tensor.nnz() * (4 + value) + (tensor.dims[0] + 1) * 8;
+    output_bytes_ = output_elements * value;
+    margin_ = std::max<int64_t>(int64_t(512) << 20, MemoryAvailableToProcess() / 20);
+  }
+  // A schedule's kernel: its packed operand (the largest so far, or a CSR matrix's) and an
+  // output of its own until it is verified; "" or the reason it is left out.
+  std::string ForSchedule() const {
+    return Check(std::max(matrix_bytes_, largest_pack_) + output_bytes_,
+                 libraries_left_ * (matrix_bytes_ + output_bytes_));
+  }
+  void Prepared(int64_t pack_bytes) { largest_pack_ = std::max(largest_pack_, pack_bytes); }
+  // A library holds its own matrix and output, and a copy of the output while it is verified.
+  std::string ForLibrary() {
+    --libraries_left_;
+    return Check(matrix_bytes_ + 2 * output_bytes_,
+                 libraries_left_ * (matrix_bytes_ + output_bytes_));
+  }
+
+ private:
+  std::string Check(int64_t need, int64_t reserved) const {
+    // Freed memory the allocator keeps counts as free.
+    bulk_memory::ReleaseKept();
+    const int64_t free = MemoryAvailableToProcess();
+    if (need + reserved + margin_ <= free) return "";
+    std::string why = "left out for memory: it would hold about " + FormatBytes(double(need));
+    if (reserved > 0) why += ", the libraries still to come " + FormatBytes(double(reserved));
+    return why + ", and " + FormatBytes(double(free)) + " are free";
+  }
+  int64_t matrix_bytes_ = 0, output_bytes_ = 0, margin_ = 0, largest_pack_ = 0;
+  int64_t libraries_left_ = 0;
+};
+
 // sparsetune's schedules as contenders, each packed, compiled and verified; `prepared` keeps
-// the kernels their calls run.
+// the kernels their calls run. Being called one after another, they write one output between
+// them, so a large output is held once rather than once per contender.
 void PrepareScheduleContenders(const std::vector<NamedSchedule>& schedules, KernelRunner& runner,
                                int threads, bool threads_given, const std::string& jit_flags,
-                               BenchProgress& progress, std::vector<PreparedKernel>& prepared,
+                               MemoryGuard& memory, BenchProgress& progress,
+                               std::vector<PreparedKernel>& prepared,
                                std::vector<std::unique_ptr<Contender>>& contenders) {
   prepared.reserve(schedules.size());
+  std::shared_ptr<ValueBuffer> shared_output;
   for (const NamedSchedule& named : schedules) {
     progress.Step("preparing " + named.name);
+    auto c = std::make_unique<Contender>();
+    c->name = named.name;
+    c->kind = "sparsetune";
+    c->version = "sparsetune";
+    c->flags = jit_flags;
+    // FixedCSR, the table's yardstick, is always tried.
+    if (std::string refusal = contenders.empty() ? "" : memory.ForSchedule(); !refusal.empty()) {
+      c->message = refusal;
+      contenders.push_back(std::move(c));
+      continue;
+    }
     // On fresh memory, as a caller's first preparation is, not on what the last one freed.
     bulk_memory::ReleaseKept();
     RunOptions options;
     options.threads = named.as_stored && !threads_given ? -1 : threads;
-    prepared.push_back(runner.Prepare(named.schedule, options));
-    const PreparedKernel& p = prepared.back();
-    auto c = std::make_unique<Contender>();
-    c->name = named.name;
-    c->kind = "sparsetune";
+    PreparedKernel p = runner.Prepare(named.schedule, options);
     c->verified = p.result().verified;
     c->message =
         p.ok() ? "" : std::string(RunStatusName(p.result().status)) + ": " + p.result().message;
     // Preparing the operand: renumbering rows and columns (ordered schedules) and packing.
     c->prepare_ms = p.result().pack_ms + p.result().ordering_ms;
     c->ordering_ms = p.result().ordering_ms;
-    c->version = "sparsetune";
-    c->flags = jit_flags;
     const int runs_on = options.threads >= 0 ? options.threads : named.schedule.threads;
     c->threads = runs_on > 0 ? runs_on : HardwareThreads();
     if (named.as_stored) c->stored_threads = named.schedule.threads;
+    if (!c->verified) {
+      contenders.push_back(std::move(c));  // its kernel and operands are freed here
+      continue;
+    }
+    const int64_t output_bytes = p.output().size() * int64_t(DTypeSize(p.output().dtype()));
+    if (!shared_output || !p.WriteOutputTo(shared_output)) shared_output = p.output_buffer();
+    memory.Prepared(p.bytes() - output_bytes);
+    prepared.push_back(std::move(p));
     const size_t index = prepared.size() - 1;
     c->call = [&prepared, index] { prepared[index].Call(); };
     contenders.push_back(std::move(c));
@@ -317,13 +374,19 @@ void PrepareScheduleContenders(const std::vector<NamedSchedule>& schedules, Kern
 // The libraries and textbook kernels as contenders, each verified on its first call.
 void PrepareLibraryContenders(const std::vector<std::unique_ptr<Baseline>>& libraries,
                               const ReferenceResult& ref, DType dtype, int threads,
-                              BenchProgress& progress,
+                              MemoryGuard& memory, BenchProgress& progress,
                               std::vector<std::unique_ptr<Contender>>& contenders) {
   for (auto& library : libraries) {
     auto c = std::make_unique<Contender>();
     c->name = library->name();
     c->kind = library->kind();
+    c->threads = threads;
     progress.Step("preparing " + c->name);
+    if (std::string refusal = memory.ForLibrary(); !refusal.empty()) {
+      c->message = refusal;
+      contenders.push_back(std::move(c));
+      continue;
+    }
     // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
     // its first call is the one verified.
     try {
@@ -338,7 +401,6 @@ void PrepareLibraryContenders(const std::vector<std::unique_ptr<Baseline>>& libr
     c->version = library->version;
     c->method = library->method;
     c->flags = library->flags;
-    c->threads = threads;
     Baseline* raw = library.get();
     c->call = [raw] { raw->Call(); };
     contenders.push_back(std::move(c));
@@ -647,9 +709,10 @@ void RunBench(const BenchOptions& o) {
   BenchProgress progress(int64_t(schedules.size() + libraries.size() + 2));
   std::vector<std::unique_ptr<Contender>> contenders;
   std::vector<PreparedKernel> prepared;
-  PrepareScheduleContenders(schedules, runner, threads, o.threads_given, jit_flags, progress,
-                            prepared, contenders);
-  PrepareLibraryContenders(libraries, ref, k.dtype, threads, progress, contenders);
+  MemoryGuard memory(tensor, int64_t(ref.values.size()), k.dtype, libraries.size());
+  PrepareScheduleContenders(schedules, runner, threads, o.threads_given, jit_flags, memory,
+                            progress, prepared, contenders);
+  PrepareLibraryContenders(libraries, ref, k.dtype, threads, memory, progress, contenders);
 
   // Only verified contenders are timed, all together.
   BenchReport report;

@@ -128,6 +128,15 @@ int64_t PreparedKernel::bytes() const {
          (output_ ? output_->size() * int64_t(DTypeSize(output_->dtype())) : 0);
 }
 
+bool PreparedKernel::WriteOutputTo(std::shared_ptr<ValueBuffer> buffer) {
+  if (!output_ || !buffer || buffer->dtype() != output_->dtype() ||
+      buffer->size() != output_->size())
+    return false;
+  output_ = std::move(buffer);
+  args_.output = output_->data();
+  return true;
+}
+
 std::string KernelRunner::Source(const Schedule& input_schedule, const RunOptions& options,
                                  std::string* error) {
   Schedule schedule = input_schedule;
@@ -252,7 +261,7 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   } else {
     output_size = TensorElements(expression_.tensors[0], sizes_);
   }
-  prepared.output_ = std::make_unique<ValueBuffer>(dtype_, output_size);
+  prepared.output_ = std::make_shared<ValueBuffer>(dtype_, output_size);
   args.output = prepared.output_->data();
 
   if (options.verify) {

@@ -88,6 +88,48 @@ TEST(BenchOutput, TheStoredWinnerRunsWithItsOwnThreadCount) {
       << r.out;
 }
 
+// bench holds every contender until they are timed together: its own kernels, called one after
+// another, write one output between them, so an SpMM whose output is large (260 MB) still fits
+// where one output per contender would not; with less memory than that, bench times what fits
+// and lists the rest as left out, instead of being killed.
+class BenchMemory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(
+        RunCli({"gen", "uniform", "--rows", "2000", "--nnz", "4000", "-o", matrix_}).exit_code, 0);
+  }
+  nlohmann::json Bench(int64_t limit_mb) {
+    const CliResult r = RunCli({"bench", matrix_, "--kernel", "spmm", "--dense", "j=32768", "--db",
+                                dir_.File("b.db"), "--min-ms", "1", "--no-libraries", "--json"},
+                               {}, limit_mb);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  }
+  TempDir dir_;
+  const std::string matrix_ = dir_.File("wide.mtx");
+};
+
+TEST_F(BenchMemory, ItsKernelsShareOneOutputSoALargeOneFitsInMemory) {
+  const nlohmann::json out = Bench(3500);  // an output per contender would need about 4 GB
+  ASSERT_GE(out["results"].size(), 6u);
+  for (const auto& c : out["results"]) EXPECT_TRUE(c["verified"].get<bool>()) << c.dump();
+}
+
+TEST_F(BenchMemory, WhatDoesNotFitIsLeftOutAndSaysSo) {
+  // The operand, its reference and FixedCSR fit; another kernel's own output and the margin
+  // kept free do not.
+  const nlohmann::json out = Bench(2150);
+  ASSERT_GE(out["results"].size(), 6u);
+  EXPECT_TRUE(Result(out, "fixed_csr")["verified"].get<bool>());
+  for (const auto& c : out["results"]) {
+    if (c["name"] == "fixed_csr") continue;
+    EXPECT_FALSE(c["verified"].get<bool>()) << c.dump();
+    EXPECT_EQ(c["message"].get<std::string>().rfind("left out for memory: it would hold about ", 0),
+              0u)
+        << c.dump();
+  }
+}
+
 TEST(BenchOutput, CsvStartsWithItsHeaderAndTheTableReadsInUnits) {
   TempDir dir;
   const std::vector<std::string> bench = {"bench",    kExample, "--kernel",
