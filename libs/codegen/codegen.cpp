@@ -60,6 +60,7 @@ class Emitter {
     if (Reordered()) EmitReorderFunctions();
     if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
     CollectTiles(*nest_.root);
+    scatter_output_ = ScatterOutputWhereStored();
     if (HasVectorTile() || HasVectorReduction(*nest_.root)) EmitVectorTypes();
     Line(entry_.empty() ? std::string("extern \"C\" int sparsetune_kernel(const st_args* args) {")
                         : "static int " + entry_ + "(const st_args* args) {");
@@ -78,7 +79,7 @@ class Emitter {
              std::to_string(ReorderSlot(static_cast<int>(t))) + ", T" + std::to_string(t) +
              "_reordered);");
     }
-    if (IsReordered(0)) {
+    if (IsReordered(0) && !scatter_output_) {
       const auto rc = ReorderShape(0);
       Line("if (T0 != T0_given) {");
       Line("  st_reorder(T0, T0_given, " + rc[0] + ", " + rc[1] + ", " + rc[2] + ", " + rc[3] +
@@ -193,7 +194,10 @@ class Emitter {
       }
       if (IsReordered(static_cast<int>(t))) EmitReorderedInput(static_cast<int>(t));
     }
-    if (IsReordered(0)) {
+    if (scatter_output_) {
+      Line("value_t* __restrict T0 = (value_t*)args->output;  // " + e_.tensors[0].name +
+           ", its rows stored through the renumbering");
+    } else if (IsReordered(0)) {
       // Computed in the renumbered order into a kept buffer, scattered to the caller's on exit.
       Line("value_t* const T0_given = (value_t*)args->output;  // " + e_.tensors[0].name);
       Line("value_t* __restrict T0 = " + ReorderCondition(0) + " ? (value_t*)st_scratch_take(" +
@@ -249,6 +253,18 @@ class Emitter {
     return out;
   }
 
+  // The offset of an element (or, given a prefix of the indices, of a slice) of the dense
+  // output: with ScatterOutputWhereStored, row i of the renumbered order is the caller's row
+  // P[i] (i itself in the tuned order, where P is null).
+  std::string OutputHorner(const std::vector<std::string>& indices) const {
+    if (!scatter_output_ || indices.empty()) return Horner(indices);
+    const std::string& i = indices[0];
+    std::string out = "(" + P(i) + " ? " + P(i) + "[" + I(i) + "] : " + I(i) + ")";
+    for (size_t k = 1; k < indices.size(); ++k)
+      out = "(" + out + ") * " + D(indices[k]) + " + " + I(indices[k]);
+    return out;
+  }
+
   std::vector<std::string> TrailingOutputIndices() const {
     const auto& out = e_.tensors[0].indices;
     return std::vector<std::string>(out.begin() + e_.sparse_output_prefix, out.end());
@@ -282,7 +298,50 @@ class Emitter {
       return "T" + std::to_string(a.tensor) + "[(" + I(j) + " - " + Outer(j) + " * " + S(j) +
              ") * " + D(storage[1]) + " + " + I(storage[1]) + "]";
     }
+    if (a.tensor == 0) return "T0[" + OutputHorner(nest_.StorageIndices(0)) + "]";
     return "T" + std::to_string(a.tensor) + "[" + Horner(nest_.StorageIndices(a.tensor)) + "]";
+  }
+
+  // Whether a renumbered output is stored through the permutation where the loop stores it,
+  // rather than computed into a buffer that a pass after the loop scatters to the caller's
+  // order (that pass is 0.3-0.7 ms of a 4 ms graph SpMV: docs/bench/README.md). Only when
+  // only its rows are renumbered, each of its elements is stored once per reduction (a
+  // register tile or an accumulator holds the sum: stored per nonzero, the permutation's loads
+  // would cost more than the pass saves), and no store or clearing assumes consecutive rows
+  // (vectors over rows, clearing a block of rows; a row's slice is cleared through it).
+  bool ScatterOutputWhereStored() const {
+    if (!IsReordered(0)) return false;
+    const std::vector<std::string> storage = nest_.StorageIndices(0);
+    for (size_t k = 1; k < storage.size(); ++k) {
+      if (IsPermutedIndex(storage[k])) return false;
+    }
+    if (!IsPermutedIndex(storage[0])) return false;
+    for (const Tile& t : tiles_) {
+      if (!t.gathers && IsPermutedIndex(t.loop->var.index)) return false;
+    }
+    return StoresOncePerReduction(*nest_.root, /*under_reduction=*/false);
+  }
+  bool StoresOncePerReduction(const NestNode& n, bool under_reduction) const {
+    if (n.kind == NestNode::Kind::kLoop) {
+      if (n.zero_block) return false;  // clears a block of consecutive rows
+      const auto& out = e_.tensors[0].indices;
+      const bool reduces = std::find(out.begin(), out.end(), n.var.index) == out.end();
+      // A register tile's reduction adds into the tile; the tile is stored after the loop.
+      const bool below = under_reduction || (reduces && !TileOwnedBy(n));
+      for (const auto& c : n.children) {
+        if (!StoresOncePerReduction(*c, TileOwnedBy(n) ? under_reduction : below)) return false;
+      }
+      return true;
+    }
+    if (n.kind == NestNode::Kind::kReduce && n.lhs.tensor == 0 && n.lhs.temp < 0)
+      return !under_reduction;  // its body sums into an accumulator
+    if (n.kind == NestNode::Kind::kCompute && n.lhs.tensor == 0 && n.lhs.temp < 0 &&
+        n.accumulator < 0)
+      return !under_reduction;
+    for (const auto& c : n.children) {
+      if (!StoresOncePerReduction(*c, under_reduction)) return false;
+    }
+    return true;
   }
 
   bool IsTransposed(int tensor) const {
@@ -976,7 +1035,10 @@ class Emitter {
       Line("for (int64_t " + lane + " = 0; " + lane + " < " + S(j) + "; ++" + lane + ") {");
       ++depth_;
       Line("const int64_t " + I(j) + " = " + Outer(j) + " * " + S(j) + " + " + lane + ";");
-      Line(Address(compute.lhs) + " += " + tile->name + "[" + lane + "];");
+      // A complete tile's slice is stored, not added: a renumbered output's rows are then
+      // written without being read.
+      Line(Address(compute.lhs) + (tile->owner->tile_complete ? " = " : " += ") + tile->name + "[" +
+           lane + "];");
       --depth_;
       Line("}");
     }
@@ -1293,11 +1355,11 @@ class Emitter {
       if (const Tile* tile = CompleteTileOver(rest)) {
         const std::string& j = tile->loop->var.index;
         const std::string whole = "(" + D(j) + " / " + S(j) + " * " + S(j) + ")";
-        Line("memset((void*)(T0 + (" + Horner(fixed) + ") * " + D(j) + " + " + whole +
+        Line("memset((void*)(T0 + (" + OutputHorner(fixed) + ") * " + D(j) + " + " + whole +
              "), 0, sizeof(value_t) * (" + D(j) + " - " + whole + "));");
         return;
       }
-      Line("memset((void*)(T0 + (" + Horner(fixed) + ") * (" + Product(rest) +
+      Line("memset((void*)(T0 + (" + OutputHorner(fixed) + ") * (" + Product(rest) +
            ")), 0, sizeof(value_t) * (" + Product(rest) + "));");
     }
   }
@@ -1699,6 +1761,7 @@ class Emitter {
   std::vector<CoordinateEncoding> encodings_;
   std::string entry_;  // the kernel function's name when it is not the JIT's entry point
   std::vector<Tile> tiles_;
+  bool scatter_output_ = false;          // ScatterOutputWhereStored
   std::set<std::string> tiled_indices_;  // their splits are compile-time constants
   const Tile* active_tile_ = nullptr;    // emitting inside this tile's owner (whole slices)
   std::string accumulator_suffix_;       // the partial sum an unrolled copy adds into

@@ -869,7 +869,7 @@ class Lowerer {
         if (l == reduction) break;
         complete &= Contains(c->lhs.indices, l->var.index);
       }
-      reduction->tile_complete = complete && contiguous;
+      reduction->tile_complete = complete;
       reduction->tile_rows = rows;
       bool every_row = true;
       for (NestNode* l : site.loops) {

@@ -449,9 +449,11 @@ TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathe
 }
 
 // A reordered operand: rows (and columns, when square) renumbered before packing; the kernel
-// gathers its dense inputs into the renumbered order and scatters its dense output back, so the
-// caller sees the original numbering. Sparse outputs stay by position.
-TEST_F(GeneratedKernels, OrderingsPermuteOperandsOnEntryAndTheOutputOnExit) {
+// gathers its dense inputs into the renumbered order and writes its dense output in the
+// caller's numbering: through the renumbering where it stores each row once (a row's sum in a
+// register), in a pass after the loop where it adds into rows per nonzero. Sparse outputs stay
+// by position.
+TEST_F(GeneratedKernels, OrderingsPermuteOperandsOnEntryAndWriteTheOutputInTheCallersOrder) {
   const CooTensor square = testing::RandomSparse({90, 90}, 900, 13);
   Schedule spmv = FixedCsrSchedule(KernelExpression("spmv"));
   Schedule spmm = Parse({{"splits", {{"j", 16}}},
@@ -463,15 +465,21 @@ TEST_F(GeneratedKernels, OrderingsPermuteOperandsOnEntryAndTheOutputOnExit) {
                           {"parallel", {{"index", "i"}, {"partition", "balanced"}}},
                           {"unroll", 4},
                           {"transpose", {"C"}}});
+  Schedule spmv_by_columns = Parse({{"loop_order", {"k", "i"}}, {"format", {"k:U", "i:C"}}});
   for (OrderingKind kind : AllOrderings()) {
     SCOPED_TRACE(OrderingName(kind));
-    spmv.ordering = spmm.ordering = sddmm.ordering = kind;
+    spmv.ordering = spmm.ordering = sddmm.ordering = spmv_by_columns.ordering = kind;
     std::string source = CompiledAndVerified(Runner("spmv", square), spmv);
     EXPECT_TRUE(
         Has(source, "const int32_t* P1 = args->tuned_order ? nullptr : args->old_of_new[1];"));
     EXPECT_TRUE(Has(source, "st_reorder(T2, T2_reordered, d1, 1, P1, nullptr, /*scatter=*/0"));
+    EXPECT_TRUE(Has(source, "T0[(P0 ? P0["));
+    EXPECT_TRUE(Lacks(source, "T0_given"));
+    source = CompiledAndVerified(Runner("spmv", square), spmv_by_columns);
     EXPECT_TRUE(Has(source, "st_reorder(T0, T0_given, d0, 1, P0, nullptr, /*scatter=*/1"));
+    EXPECT_TRUE(Lacks(source, "T0[(P0 ? P0["));
     source = CompiledAndVerified(Runner("spmm", square, {{"j", 40}}), spmm);
+    EXPECT_TRUE(Has(source, "T0[((P0 ? P0["));
     EXPECT_TRUE(Has(source, "st_reorder(T2, T2_reordered, d2, 1 * d1, P2, nullptr"));
     source = CompiledAndVerified(Runner("sddmm", square, {{"k", 24}}), sddmm);
     // C(k,j) transposed, then its rows (j) renumbered; D is sparse: no scatter.
