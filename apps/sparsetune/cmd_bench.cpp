@@ -281,131 +281,157 @@ BenchOperand ReadBenchOperand(const BenchOptions& o, const ResolvedKernel& k) {
 }
 
 // Keeps bench within memory: every contender is held until all are timed together, so one is
-// prepared only when what it is expected to hold, with what the libraries still to come will
-// hold, leaves a margin free; otherwise it is listed unprepared with the reason.
+// prepared only when what it is expected to hold (and, for FixedCSR's peers, what the libraries
+// will hold) leaves a margin free; otherwise it is listed unprepared with the reason.
 class MemoryGuard {
  public:
-  MemoryGuard(const CooTensor& tensor, int64_t output_elements, DType dtype, size_t libraries)
+  MemoryGuard(const CooTensor& tensor, KernelRunner& runner, size_t libraries)
       : libraries_left_(int64_t(libraries)) {
-    const int64_t value = DTypeSize(dtype);
+    const int64_t value = DTypeSize(runner.dtype());
     matrix_bytes_ = tensor.nnz() * (4 + value) + (tensor.dims[0] + 1) * 8;
-    output_bytes_ = output_elements * value;
+    output_bytes_ = int64_t(runner.reference().values.size()) * value;
+    for (const ValueBuffer& input : runner.inputs()) input_bytes_ += input.size() * value;
     margin_ = std::max<int64_t>(int64_t(512) << 20, MemoryAvailableToProcess() / 20);
   }
   // A schedule's kernel: its packed operand (the largest so far, or a CSR matrix's) and an
   // output of its own until it is verified; "" or the reason it is left out.
-  std::string ForSchedule() const {
+  std::string ForSchedule(bool reserve_for_libraries) const {
     return Check(std::max(matrix_bytes_, largest_pack_) + output_bytes_,
-                 libraries_left_ * (matrix_bytes_ + output_bytes_));
+                 reserve_for_libraries ? libraries_left_ * LibraryHolds() : 0);
   }
-  void Prepared(int64_t pack_bytes) { largest_pack_ = std::max(largest_pack_, pack_bytes); }
-  // A library holds its own matrix and output, and a copy of the output while it is verified.
+  void SchedulePrepared(int64_t pack_bytes) { largest_pack_ = std::max(largest_pack_, pack_bytes); }
+  // A library may build its matrix from 64-bit coordinates, copy the dense operands and hold
+  // its own output, and its output is copied once more to be verified; or as much as the
+  // most a library took so far.
   std::string ForLibrary() {
     --libraries_left_;
-    return Check(matrix_bytes_ + 2 * output_bytes_,
-                 libraries_left_ * (matrix_bytes_ + output_bytes_));
+    const int64_t need = 3 * matrix_bytes_ + input_bytes_ + 2 * output_bytes_;
+    return Check(std::max(need, largest_library_ + output_bytes_), 0);
+  }
+  void LibraryPrepared(int64_t free_before) {
+    largest_library_ = std::max(largest_library_, free_before - MemoryAvailableToProcess());
+  }
+  static int64_t Free() {
+    // Freed memory the allocator keeps counts as free.
+    bulk_memory::ReleaseKept();
+    return MemoryAvailableToProcess();
   }
 
  private:
+  int64_t LibraryHolds() const { return matrix_bytes_ + input_bytes_ + output_bytes_; }
   std::string Check(int64_t need, int64_t reserved) const {
-    // Freed memory the allocator keeps counts as free.
-    bulk_memory::ReleaseKept();
-    const int64_t free = MemoryAvailableToProcess();
+    const int64_t free = Free();
     if (need + reserved + margin_ <= free) return "";
     std::string why = "left out for memory: it would hold about " + FormatBytes(double(need));
-    if (reserved > 0) why += ", the libraries still to come " + FormatBytes(double(reserved));
+    if (reserved > 0) why += ", the libraries " + FormatBytes(double(reserved));
     return why + ", and " + FormatBytes(double(free)) + " are free";
   }
-  int64_t matrix_bytes_ = 0, output_bytes_ = 0, margin_ = 0, largest_pack_ = 0;
+  int64_t matrix_bytes_ = 0, output_bytes_ = 0, input_bytes_ = 0, margin_ = 0;
+  int64_t largest_pack_ = 0, largest_library_ = 0;
   int64_t libraries_left_ = 0;
 };
 
-// sparsetune's schedules as contenders, each packed, compiled and verified; `prepared` keeps
-// the kernels their calls run. Being called one after another, they write one output between
-// them, so a large output is held once rather than once per contender.
-void PrepareScheduleContenders(const std::vector<NamedSchedule>& schedules, KernelRunner& runner,
-                               int threads, bool threads_given, const std::string& jit_flags,
-                               MemoryGuard& memory, BenchProgress& progress,
-                               std::vector<PreparedKernel>& prepared,
-                               std::vector<std::unique_ptr<Contender>>& contenders) {
-  prepared.reserve(schedules.size());
-  std::shared_ptr<ValueBuffer> shared_output;
-  for (const NamedSchedule& named : schedules) {
-    progress.Step("preparing " + named.name);
-    auto c = std::make_unique<Contender>();
-    c->name = named.name;
-    c->kind = "sparsetune";
-    c->version = "sparsetune";
-    c->flags = jit_flags;
-    // FixedCSR, the table's yardstick, is always tried.
-    if (std::string refusal = contenders.empty() ? "" : memory.ForSchedule(); !refusal.empty()) {
-      c->message = refusal;
-      contenders.push_back(std::move(c));
-      continue;
-    }
-    // On fresh memory, as a caller's first preparation is, not on what the last one freed.
-    bulk_memory::ReleaseKept();
-    RunOptions options;
-    options.threads = named.as_stored && !threads_given ? -1 : threads;
-    PreparedKernel p = runner.Prepare(named.schedule, options);
-    c->verified = p.result().verified;
-    c->message =
-        p.ok() ? "" : std::string(RunStatusName(p.result().status)) + ": " + p.result().message;
-    // Preparing the operand: renumbering rows and columns (ordered schedules) and packing.
-    c->prepare_ms = p.result().pack_ms + p.result().ordering_ms;
-    c->ordering_ms = p.result().ordering_ms;
-    const int runs_on = options.threads >= 0 ? options.threads : named.schedule.threads;
-    c->threads = runs_on > 0 ? runs_on : HardwareThreads();
-    if (named.as_stored) c->stored_threads = named.schedule.threads;
-    if (!c->verified) {
-      contenders.push_back(std::move(c));  // its kernel and operands are freed here
-      continue;
-    }
-    const int64_t output_bytes = p.output().size() * int64_t(DTypeSize(p.output().dtype()));
-    if (!shared_output || !p.WriteOutputTo(shared_output)) shared_output = p.output_buffer();
-    memory.Prepared(p.bytes() - output_bytes);
-    prepared.push_back(std::move(p));
-    const size_t index = prepared.size() - 1;
-    c->call = [&prepared, index] { prepared[index].Call(); };
-    contenders.push_back(std::move(c));
+// Prepares every contender (packed, compiled, verified) into its place in the table: first
+// FixedCSR, the stored winner and the given schedules, then the libraries and textbook kernels,
+// then sparsetune's other schedules, so that what memory cannot hold is the least telling.
+class ContenderPreparation {
+ public:
+  ContenderPreparation(KernelRunner& runner, MemoryGuard& memory, BenchProgress& progress,
+                       size_t count)
+      : runner_(runner), memory_(memory), progress_(progress), contenders_(count) {
+    prepared_.reserve(count);
   }
-}
 
-// The libraries and textbook kernels as contenders, each verified on its first call.
-void PrepareLibraryContenders(const std::vector<std::unique_ptr<Baseline>>& libraries,
-                              const ReferenceResult& ref, DType dtype, int threads,
-                              MemoryGuard& memory, BenchProgress& progress,
-                              std::vector<std::unique_ptr<Contender>>& contenders) {
-  for (auto& library : libraries) {
-    auto c = std::make_unique<Contender>();
-    c->name = library->name();
-    c->kind = library->kind();
-    c->threads = threads;
-    progress.Step("preparing " + c->name);
-    if (std::string refusal = memory.ForLibrary(); !refusal.empty()) {
-      c->message = refusal;
-      contenders.push_back(std::move(c));
-      continue;
-    }
-    // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
-    // its first call is the one verified.
-    try {
+  // sparsetune's schedules: being called one after another, they write one output between
+  // them, so a large output is held once rather than once per contender.
+  void Schedules(const std::vector<NamedSchedule>& schedules, bool leading, int threads,
+                 bool threads_given, const std::string& jit_flags) {
+    for (size_t s = 0; s < schedules.size(); ++s) {
+      const NamedSchedule& named = schedules[s];
+      if (Leading(named) != leading) continue;
+      progress_.Step("preparing " + named.name);
+      auto& c = contenders_[s] = std::make_unique<Contender>();
+      c->name = named.name;
+      c->kind = "sparsetune";
+      c->version = "sparsetune";
+      c->flags = jit_flags;
+      // FixedCSR, the table's yardstick, is always tried.
+      if (std::string refusal = s == 0 ? "" : memory_.ForSchedule(leading); !refusal.empty()) {
+        c->message = refusal;
+        continue;
+      }
+      // On fresh memory, as a caller's first preparation is, not on what the last one freed.
       bulk_memory::ReleaseKept();
-      library->Prepare();
-      library->Call();
-      c->verified = Matches(library->Output(), ref, dtype, &c->message);
-    } catch (const std::exception& e) {
-      c->message = e.what();
+      RunOptions options;
+      options.threads = named.as_stored && !threads_given ? -1 : threads;
+      PreparedKernel p = runner_.Prepare(named.schedule, options);
+      c->verified = p.result().verified;
+      c->message =
+          p.ok() ? "" : std::string(RunStatusName(p.result().status)) + ": " + p.result().message;
+      // Preparing the operand: renumbering rows and columns (ordered schedules) and packing.
+      c->prepare_ms = p.result().pack_ms + p.result().ordering_ms;
+      c->ordering_ms = p.result().ordering_ms;
+      const int runs_on = options.threads >= 0 ? options.threads : named.schedule.threads;
+      c->threads = runs_on > 0 ? runs_on : HardwareThreads();
+      if (named.as_stored) c->stored_threads = named.schedule.threads;
+      if (!c->verified) continue;  // its kernel and operands are freed here
+      const int64_t output_bytes = p.output().size() * int64_t(DTypeSize(p.output().dtype()));
+      if (!shared_output_ || !p.WriteOutputTo(shared_output_)) shared_output_ = p.output_buffer();
+      memory_.SchedulePrepared(p.bytes() - output_bytes);
+      prepared_.push_back(std::move(p));
+      const size_t index = prepared_.size() - 1;
+      c->call = [this, index] { prepared_[index].Call(); };
     }
-    c->prepare_ms = library->prepare_ms;
-    c->version = library->version;
-    c->method = library->method;
-    c->flags = library->flags;
-    Baseline* raw = library.get();
-    c->call = [raw] { raw->Call(); };
-    contenders.push_back(std::move(c));
   }
-}
+
+  // The libraries and textbook kernels, each verified on its first call; their places follow
+  // the schedules'.
+  void Libraries(const std::vector<std::unique_ptr<Baseline>>& libraries, int threads) {
+    const ReferenceResult& ref = runner_.reference();
+    const size_t first = contenders_.size() - libraries.size();
+    for (size_t l = 0; l < libraries.size(); ++l) {
+      Baseline* library = libraries[l].get();
+      auto& c = contenders_[first + l] = std::make_unique<Contender>();
+      c->name = library->name();
+      c->kind = library->kind();
+      c->threads = threads;
+      progress_.Step("preparing " + c->name);
+      if (std::string refusal = memory_.ForLibrary(); !refusal.empty()) {
+        c->message = refusal;
+        continue;
+      }
+      // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
+      // its first call is the one verified.
+      const int64_t free_before = MemoryGuard::Free();
+      try {
+        library->Prepare();
+        library->Call();
+        c->verified = Matches(library->Output(), ref, runner_.dtype(), &c->message);
+      } catch (const std::exception& e) {
+        c->message = e.what();
+      }
+      memory_.LibraryPrepared(free_before);
+      c->prepare_ms = library->prepare_ms;
+      c->version = library->version;
+      c->method = library->method;
+      c->flags = library->flags;
+      c->call = [library] { library->Call(); };
+    }
+  }
+
+  std::vector<std::unique_ptr<Contender>>& contenders() { return contenders_; }
+
+ private:
+  static bool Leading(const NamedSchedule& named) {
+    return named.name == "fixed_csr" || named.as_stored;
+  }
+  KernelRunner& runner_;
+  MemoryGuard& memory_;
+  BenchProgress& progress_;
+  std::vector<std::unique_ptr<Contender>> contenders_;
+  std::vector<PreparedKernel> prepared_;
+  std::shared_ptr<ValueBuffer> shared_output_;
+};
 
 // Times the verified contenders together in shuffled rounds; returns the timing's disturbance
 // check (timed again while disturbed; see TimingOptions).
@@ -685,7 +711,7 @@ void RunBench(const BenchOptions& o) {
   const IndexSizes& sizes = operand.sizes;
   Jit jit;
   KernelRunner runner(k.expression, tensor, sizes, k.dtype, jit);
-  const ReferenceResult& ref = runner.reference();
+  runner.reference();  // computed first: its memory is held throughout
   const std::string jit_flags = jit.compiler_version() + " " + Jit::Flags();
 
   const std::vector<NamedSchedule> schedules =
@@ -707,12 +733,12 @@ void RunBench(const BenchOptions& o) {
   // Progress on stderr: each contender as it is prepared (packed, compiled, verified), the
   // timing, the probes.
   BenchProgress progress(int64_t(schedules.size() + libraries.size() + 2));
-  std::vector<std::unique_ptr<Contender>> contenders;
-  std::vector<PreparedKernel> prepared;
-  MemoryGuard memory(tensor, int64_t(ref.values.size()), k.dtype, libraries.size());
-  PrepareScheduleContenders(schedules, runner, threads, o.threads_given, jit_flags, memory,
-                            progress, prepared, contenders);
-  PrepareLibraryContenders(libraries, ref, k.dtype, threads, memory, progress, contenders);
+  MemoryGuard memory(tensor, runner, libraries.size());
+  ContenderPreparation preparation(runner, memory, progress, schedules.size() + libraries.size());
+  preparation.Schedules(schedules, /*leading=*/true, threads, o.threads_given, jit_flags);
+  preparation.Libraries(libraries, threads);
+  preparation.Schedules(schedules, /*leading=*/false, threads, o.threads_given, jit_flags);
+  std::vector<std::unique_ptr<Contender>>& contenders = preparation.contenders();
 
   // Only verified contenders are timed, all together.
   BenchReport report;
