@@ -927,6 +927,8 @@ class Emitter {
       if (n.tile_gathers) {
         // An array of one element per lane, updated by a SIMD loop.
         t.gathers = true;
+        // Its complete slices store every row they cover (lanes of U levels): no clearing.
+        t.covers_output = n.tile_covers_output;
         if (t.size <= kMaxGatherTile) {
           t.name = "tile" + std::to_string(tiles_.size());
           tiled_indices_.insert(t.loop->var.index);

@@ -269,6 +269,13 @@ TEST_F(GeneratedKernels, SlicedLevelComputesASliceOfRowsPerColumnSlot) {
   EXPECT_TRUE(Has(source, "#pragma omp simd"));
   // Its split is a constant of the text even in runtime-parameter mode: the tile's size.
   EXPECT_TRUE(Has(source, "constexpr int64_t s0 = 8;"));
+  // Each whole slice holds its rows' whole sums: stored, not added, and the output is cleared
+  // only when a partial last slice adds into it (the runner verifies on an output of NaNs).
+  EXPECT_TRUE(Has(source, "] = tile0[i0n];"));
+  EXPECT_TRUE(Lacks(source, "+= tile0[i0n];"));
+  EXPECT_TRUE(Has(source, "if (d0 % s0 != 0)"));
+  const CooTensor whole_slices = testing::RandomSparse({96, 70}, 700, 15);
+  CompiledAndVerified(Runner("spmv", whole_slices), sell);
 }
 
 // Complex values: the same tiled schedule keeps its slice in vectors of interleaved real and
