@@ -356,7 +356,8 @@ class ContenderPreparation {
       c->version = "sparsetune";
       c->flags = jit_flags;
       // FixedCSR, the table's yardstick, is always tried.
-      if (std::string refusal = s == 0 ? "" : memory_.ForSchedule(leading); !refusal.empty()) {
+      const bool always = named.name == "fixed_csr";
+      if (std::string refusal = always ? "" : memory_.ForSchedule(leading); !refusal.empty()) {
         c->message = refusal;
         continue;
       }

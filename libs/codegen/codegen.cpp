@@ -329,7 +329,7 @@ class Emitter {
       // A register tile's reduction adds into the tile; the tile is stored after the loop.
       const bool below = under_reduction || (reduces && !TileOwnedBy(n));
       for (const auto& c : n.children) {
-        if (!StoresOncePerReduction(*c, TileOwnedBy(n) ? under_reduction : below)) return false;
+        if (!StoresOncePerReduction(*c, below)) return false;
       }
       return true;
     }

@@ -70,9 +70,9 @@ class PreparedKernel {
   // position of the packed format).
   const ValueBuffer& output() const { return *output_; }
   // Later calls write into `buffer`, which is of the output's type and size and may be shared
-  // by other kernels (the bytes it holds then count once, not per kernel): contenders that run
-  // one after another need one output between them. False, and nothing changes, when the
-  // buffer does not fit. Only after verification: the buffer's values are the last caller's.
+  // by other kernels: contenders that run one after another need one output between them
+  // (bytes() still counts it for each). False, and nothing changes, when the buffer does not
+  // fit. Only after verification: the buffer's values are the last caller's.
   bool WriteOutputTo(std::shared_ptr<ValueBuffer> buffer);
   // The buffer its calls write, to give to others' WriteOutputTo.
   std::shared_ptr<ValueBuffer> output_buffer() const { return output_; }
