@@ -552,17 +552,39 @@ std::string PackCooText(const EmittedKernel& k) {
       << "  packed_coords = renumbered_coords;\n";
   }
   c << "  // Empty when the entries come in canonical order (from CSR, say): packed in place.\n"
-    << "  const auto canonical =\n"
-    << "      sparsetune::packer::RankEntries<sparsetune::packer::DefaultInitAllocator>(\n"
-    << "          dim_list, nnz, packed_coords, &refusal);\n"
-    << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n"
+    << "  std::vector<int32_t, sparsetune::packer::DefaultInitAllocator<int32_t>> canonical;\n"
+    << "  const int32_t* source_entry = nullptr;  // set when the entries were copied in order\n";
+  const bool rows_copied = k.ordered() && prefix == 0;
+  if (rows_copied) {
+    c << "  // Rows renumbered, columns kept, entries given in order: copied row by row into the\n"
+      << "  // renumbered order (no sort), the values read where they are.\n"
+      << "  sparsetune::packer::RowRenumberedEntries<sparsetune::packer::DefaultInitAllocator> "
+         "in_order;\n"
+      << "  const int32_t* in_order_coords[2] = {nullptr, nullptr};\n"
+      << "  if (!renumbered[0].empty() && renumbered[1].empty() &&\n"
+      << "      sparsetune::packer::InCanonicalOrder(2, nnz, coords)) {\n"
+      << "    renumbered[0] = std::vector<int32_t>();\n"
+      << "    in_order = sparsetune::packer::RenumberRowEntries<"
+         "sparsetune::packer::DefaultInitAllocator>(\n"
+      << "        dims[0], nnz, coords[0], coords[1], a->old_of_new[0].data());\n"
+      << "    in_order_coords[0] = in_order.rows.data();\n"
+      << "    in_order_coords[1] = in_order.cols.data();\n"
+      << "    packed_coords = in_order_coords;\n"
+      << "    source_entry = in_order.entry.data();\n"
+      << "  } else {\n  ";
+  }
+  c << "  canonical = sparsetune::packer::RankEntries<sparsetune::packer::DefaultInitAllocator>(\n"
+    << "      dim_list, nnz, packed_coords, &refusal);\n";
+  if (rows_copied) c << "  }\n";
+  c << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n"
+    << "  const int32_t* ranked = canonical.empty() ? nullptr : canonical.data();\n"
     << "  const sparsetune::packer::Layout layout = st_layout(dims);\n"
     << "  sparsetune::packer::Options options;\n"
     << "  options.encodings = {" << List(encodings)
     << "};  // the widths the kernel was tuned with\n";
   if (prefix > 0) c << "  options.record_after_levels = " << k.output_levels << ";\n";
   c << "  auto packer =\n"
-    << "      std::make_unique<st_level_packer>(layout, options, nnz, packed_coords, canonical);\n"
+    << "      std::make_unique<st_level_packer>(layout, options, nnz, packed_coords, ranked);\n"
     << "  bool packed = packer->Run();\n";
   if (k.wide_variant) {
     c << "  sparsetune::packer::Options wide = options;\n"
@@ -571,15 +593,14 @@ std::string PackCooText(const EmittedKernel& k) {
       << "    // Coordinates past the tuned widths: 32-bit ones, and the kernel compiled for "
          "them.\n"
       << "    packer =\n"
-      << "        std::make_unique<st_level_packer>(layout, wide, nnz, packed_coords, "
-         "canonical);\n"
+      << "        std::make_unique<st_level_packer>(layout, wide, nnz, packed_coords, ranked);\n"
       << "    packed = packer->Run();\n"
       << "    a->wide = true;\n"
       << "  }\n";
   }
   c << "  if (!packed) return st_refuse<st_operand*>(packer->Refusal(), nullptr);\n"
-    << "  packer->ScatterValues(a->values, values);\n"
-    << "  a->value_positions = packer->EntryPositions();\n";
+    << "  packer->ScatterValues(a->values, values, source_entry);\n"
+    << "  a->value_positions = packer->EntryPositions(source_entry);\n";
   if (prefix > 0) {
     if (k.ordered()) {
       // Output rows follow the given coordinates, whatever the renumbering.

@@ -294,7 +294,18 @@ EmittedCheck CompiledEmittedKernel::Check(const Expression& expression, const In
   if (!SameAsReference(output, given_ref, dtype, "compute", &check.reason, &check.max_error))
     return check;
 
-  // The entries in canonical order, as from CSR: packed in place, without a ranking.
+  // Other values for the same entries, set without packing again (update_values).
+  CooTensor updated = tensor;
+  for (int64_t e = 0; e < tensor.nnz(); ++e)
+    updated.values[e] = 0.5 - tensor.values[e] * 0.75 + e % 3;
+  if (IsComplex(dtype)) {
+    updated.imag.resize(tensor.nnz());
+    for (int64_t e = 0; e < tensor.nnz(); ++e) updated.imag[e] = 0.25 * (e % 5) - tensor.Imag(e);
+  }
+  const ReferenceResult ref = ComputeReference(expression, updated, sizes, inputs);
+
+  // The entries in canonical order, as from CSR: packed in place, without a ranking (or, renumbered
+  // by rows only, copied row by row); then updated.
   {
     std::vector<const int32_t*> in_order;
     for (const auto& mode : tensor.coords) in_order.push_back(mode.data());
@@ -317,21 +328,26 @@ EmittedCheck CompiledEmittedKernel::Check(const Expression& expression, const In
     if (!SameAsReference(output, given_ref, dtype, "compute on the entries in order", &check.reason,
                          &check.max_error))
       return check;
+    for (int64_t e = 0; e < tensor.nnz(); ++e)
+      values.SetComplex(e, {updated.values[e], updated.Imag(e)});
+    output.Fill(std::nan(""));
+    if (abi.update(packed_in_order.get(), values.data()) != 0 ||
+        CallSized<int>(abi.compute, packed_in_order.get(), dense_sizes,
+                       static_cast<const void* const*>(dense_inputs.data()), output.data()) != 0) {
+      check.reason =
+          std::string("update_values on the entries in order failed: ") + abi.last_error();
+      return check;
+    }
+    if (!SameAsReference(output, ref, dtype, "compute after update_values on the entries in order",
+                         &check.reason, &check.max_error))
+      return check;
   }
 
-  // Other values for the same entries, without packing again.
-  CooTensor updated = tensor;
-  for (int64_t e = 0; e < tensor.nnz(); ++e)
-    updated.values[e] = 0.5 - tensor.values[e] * 0.75 + e % 3;
-  if (IsComplex(dtype)) {
-    updated.imag.resize(tensor.nnz());
-    for (int64_t e = 0; e < tensor.nnz(); ++e) updated.imag[e] = 0.25 * (e % 5) - tensor.Imag(e);
-  }
+  // The shuffled entries' operand, updated.
   if (abi.update(operand.get(), entries.Values(updated, dtype).data()) != 0) {
     check.reason = std::string("update_values failed: ") + abi.last_error();
     return check;
   }
-  const ReferenceResult ref = ComputeReference(expression, updated, sizes, inputs);
   output.Fill(std::nan(""));
   if (compute_default(output) != 0) {
     check.reason = std::string("compute after update_values failed: ") + abi.last_error();

@@ -81,10 +81,21 @@ KernelRunner::Reordering KernelRunner::Renumber(OrderingKind kind) const {
   const auto start = std::chrono::steady_clock::now();
   Reordering r;
   auto ordering = std::make_shared<MatrixOrdering>(ComputeOrdering(sparse_, kind));
-  r.tensor = std::make_shared<const CooTensor>(PermuteMatrix(sparse_, *ordering));
+  if (ordering->cols.empty()) {  // the operand is canonical, as Pack needs
+    r.rows = std::make_shared<const RenumberedRows>(RenumberRows(sparse_, *ordering));
+  } else {
+    r.tensor = std::make_shared<const CooTensor>(PermuteMatrix(sparse_, *ordering));
+  }
   r.ordering = std::move(ordering);
   r.ms = MsSince(start);
   return r;
+}
+
+PackOutcome KernelRunner::PackOperand(const Reordering* reordering, const StorageFormat& format,
+                                      const PackOptions& pack_options) const {
+  if (reordering && reordering->tensor)
+    return Pack(*reordering->tensor, format, dtype_, pack_options);
+  return Pack(sparse_, format, dtype_, pack_options, reordering ? reordering->rows.get() : nullptr);
 }
 
 std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& format,
@@ -105,8 +116,7 @@ std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& f
       return entry.packed;
     }
   }
-  PackOutcome outcome =
-      Pack(reordering ? *reordering->tensor : sparse_, format, dtype_, pack_options);
+  PackOutcome outcome = PackOperand(reordering, format, pack_options);
   if (!outcome.packed) {
     *refusal = outcome.refusal;
     return nullptr;
@@ -176,8 +186,8 @@ bool KernelRunner::TimePreparationOnFreshMemory(const Schedule& input_schedule, 
     renumbered = Renumber(format.ordering);
   }
   *ordering_ms = renumbered.ms;
-  const PackOutcome outcome =
-      Pack(renumbered.tensor ? *renumbered.tensor : sparse_, format, dtype_, pack_options);
+  const PackOutcome outcome = PackOperand(
+      format.ordering != OrderingKind::kNone ? &renumbered : nullptr, format, pack_options);
   if (!outcome.packed) return false;
   *pack_ms = outcome.packed->pack_ms;
   return true;

@@ -126,9 +126,14 @@ class KernelRunner {
   // ordering does not apply to it.
   struct Reordering {
     std::shared_ptr<const MatrixOrdering> ordering;
+    // Rows only: the rows renumbered, the entries where they are; else a renumbered copy.
+    std::shared_ptr<const RenumberedRows> rows;
     std::shared_ptr<const CooTensor> tensor;
-    double ms = 0;  // computing the ordering and permuting the entries
+    double ms = 0;  // computing the ordering and renumbering the entries
   };
+  // Packs the operand, renumbered when `reordering` is not null.
+  PackOutcome PackOperand(const Reordering* reordering, const StorageFormat& format,
+                          const PackOptions& pack_options) const;
   const Reordering* ReorderingFor(OrderingKind kind, std::string* refusal);
   // Computes the ordering and renumbers the operand by it, timed; `kind` must apply.
   Reordering Renumber(OrderingKind kind) const;

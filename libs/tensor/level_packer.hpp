@@ -170,16 +170,17 @@ class LevelPacker {
   using Level = PackedLevelArrays<Allocator>;
 
   // coords[mode][entry] for nnz entries, distinct and inside the layout's dims. `canonical`
-  // lists the entries in canonical order (lexicographic over the modes, RankEntries); empty
-  // when the entries already are in that order.
+  // lists the entries in canonical order (lexicographic over the modes: RankEntries,
+  // RankRenumberedRows), borrowed for the packer's life; null when the entries already are in
+  // that order.
   LevelPacker(const Layout& layout, const Options& options, int64_t nnz,
-              const int32_t* const* coords, Scratch<int32_t> canonical = {})
+              const int32_t* const* coords, const int32_t* canonical = nullptr)
       : layout_(layout),
         options_(options),
         n_(nnz),
         threads_(ThreadsFor(nnz)),
         mode_coords_(coords),
-        perm_(std::move(canonical)) {}
+        canonical_(canonical) {}
 
   // Builds every level; false when the format does not apply (Refusal() says why).
   bool Run() {
@@ -239,14 +240,14 @@ class LevelPacker {
   }
 
   // Each entry's position among the values (the leaf level's), in the order the entries were
-  // given: new values of the same entries go there (ScatterValues does the same at packing).
-  // Empty when every entry sits at its own index, as a canonical CSR's do.
-  Array<int32_t> EntryPositions() const {
+  // given: new values of the same entries go there (ScatterValues does the same at packing,
+  // `source_entry` alike). Empty when every entry sits at its own index, as a canonical CSR's do.
+  Array<int32_t> EntryPositions(const int32_t* source_entry = nullptr) const {
     Array<int32_t> positions(n_);
     bool identity = true;
 #pragma omp parallel for schedule(static) num_threads(threads_) reduction(&& : identity)
     for (int64_t r = 0; r < n_; ++r) {
-      const int64_t entry = Entry(r);
+      const int64_t entry = source_entry ? source_entry[Entry(r)] : Entry(r);
       positions[entry] = position_[r];
       identity = identity && position_[r] == entry;
     }
@@ -254,9 +255,11 @@ class LevelPacker {
     return positions;
   }
 
-  // values[position] = source[entry] at each entry's leaf position, zero at padding.
+  // values[position] = source[entry] at each entry's leaf position, zero at padding; with
+  // `source_entry`, entry e's value is source[source_entry[e]] (RenumberRowEntries).
   template <class Value, class Source>
-  void ScatterValues(Array<Value>& values, const Source* source) const {
+  void ScatterValues(Array<Value>& values, const Source* source,
+                     const int32_t* source_entry = nullptr) const {
     const int64_t stored = Stored();
     values.resize(stored);
     Value* out = values.data();
@@ -268,7 +271,10 @@ class LevelPacker {
         for (int64_t q = 0; q < stored; ++q) out[q] = 0;
       }
 #pragma omp for schedule(static)
-      for (int64_t r = 0; r < n_; ++r) out[position_[r]] = static_cast<Value>(source[Entry(r)]);
+      for (int64_t r = 0; r < n_; ++r) {
+        const int64_t e = Entry(r);
+        out[position_[r]] = static_cast<Value>(source[source_entry ? source_entry[e] : e]);
+      }
     }
   }
 
@@ -420,10 +426,11 @@ class LevelPacker {
   void SortEntries() {
     const std::vector<int> key_order = SortKeyOrder();
     const int passes = SortPassesNeeded(key_order);
-    if (passes > 0 && perm_.empty()) {
+    if (passes > 0) {  // sorted from the canonical order, in an array of its own
       perm_.resize(n_);
 #pragma omp parallel for schedule(static) num_threads(threads_)
-      for (int64_t r = 0; r < n_; ++r) perm_[r] = static_cast<int32_t>(r);
+      for (int64_t r = 0; r < n_; ++r)
+        perm_[r] = canonical_ ? canonical_[r] : static_cast<int32_t>(r);
     }
     // The sort keys side by side in one integer per entry, when they fit in 64 bits: one radix
     // sort of contiguous (key, entry) pairs instead of a pass per level that gathers each key
@@ -443,7 +450,7 @@ class LevelPacker {
         StableSortByKey(perm_, key.data(), extents_[level], scratch);
       }
     }
-    order_ = perm_.empty() ? nullptr : perm_.data();
+    order_ = passes > 0 ? perm_.data() : canonical_;
   }
 
   // Sorts by the first `passes` levels' coordinates side by side in one key per entry, and
@@ -1067,8 +1074,9 @@ class LevelPacker {
   std::vector<int> key_shift_;
   std::vector<int> split_shift_;  // per level: log2 of its mode's split, -1 when not a power of 2
   std::vector<int64_t> extents_;
-  Scratch<int32_t> perm_;             // the entry at each sorted rank, when not the identity
-  const int32_t* order_ = nullptr;    // perm_'s data, or null for the identity
+  const int32_t* canonical_;          // the entries in canonical order, or null: in order
+  Scratch<int32_t> perm_;             // the entry at each sorted rank, when sorted here
+  const int32_t* order_ = nullptr;    // perm_'s data, canonical_, or null for the identity
   Scratch<int32_t> position_, next_;  // per sorted rank: the position at the current level
   int64_t parent_positions_ = 1;
   std::vector<Level> levels_;
@@ -1192,6 +1200,54 @@ std::vector<int32_t, Allocator<int32_t>> RankEntries(const std::vector<int64_t>&
     }
   }
   return canonical;
+}
+
+// A canonical matrix's entries with its rows renumbered (old_of_new[new row] = old row) and its
+// columns kept, in the renumbered canonical order: each new row's entries are its old row's, in
+// their order, so ranking them is a copy row by row instead of a sort. rows[k] and cols[k] are
+// the coordinates of rank k, entry[k] the given entry it is (values stay where they are:
+// LevelPacker::ScatterValues reads them through `entry`). The packer then reads its coordinates
+// in order: through a ranking, each renumbered row is a jump in memory on every pass.
+template <template <class> class Allocator = std::allocator>
+struct RowRenumberedEntries {
+  std::vector<int32_t, Allocator<int32_t>> rows, cols, entry;
+};
+
+template <template <class> class Allocator = std::allocator>
+RowRenumberedEntries<Allocator> RenumberRowEntries(int64_t rows, int64_t nnz, const int32_t* row_of,
+                                                   const int32_t* col_of,
+                                                   const int32_t* old_of_new) {
+  std::vector<int64_t> old_start(rows + 1, nnz);
+  // Each row's first entry, where the row changes (rows without entries start at the next).
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(nnz))
+  for (int64_t e = 0; e < nnz; ++e) {
+    if (e > 0 && row_of[e] == row_of[e - 1]) continue;
+    for (int64_t r = e == 0 ? 0 : row_of[e - 1] + 1; r <= row_of[e]; ++r) old_start[r] = e;
+  }
+  std::vector<int64_t> new_start(rows + 1, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t o = old_of_new[r];
+    new_start[r + 1] = new_start[r] + old_start[o + 1] - old_start[o];
+  }
+  RowRenumberedEntries<Allocator> out;
+  out.rows.resize(nnz);
+  out.cols.resize(nnz);
+  out.entry.resize(nnz);
+  // Rows ahead whose first columns are fetched: renumbered rows are read in scattered order,
+  // where no hardware prefetcher follows.
+  constexpr int64_t kRowsAhead = 8;
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(ThreadsFor(nnz))
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r + kRowsAhead < rows) __builtin_prefetch(col_of + old_start[old_of_new[r + kRowsAhead]]);
+    const int64_t from = old_start[old_of_new[r]], at = new_start[r];
+    const int64_t count = new_start[r + 1] - at;
+    for (int64_t k = 0; k < count; ++k) {
+      out.rows[at + k] = static_cast<int32_t>(r);
+      out.cols[at + k] = col_of[from + k];
+      out.entry[at + k] = static_cast<int32_t>(from + k);
+    }
+  }
+  return out;
 }
 
 // Sparse outputs: for each distinct prefix of `prefix` coordinates among the nnz entries, in

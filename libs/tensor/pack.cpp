@@ -46,8 +46,19 @@ int64_t PackedTensor::bytes() const {
   return total;
 }
 
+RenumberedRows RenumberRows(const CooTensor& matrix, const MatrixOrdering& ordering) {
+  auto entries = packer::RenumberRowEntries<ScratchAllocator>(
+      matrix.dims[0], matrix.nnz(), matrix.coords[0].data(), matrix.coords[1].data(),
+      ordering.old_rows.data());
+  RenumberedRows out;
+  out.rows = std::move(entries.rows);
+  out.cols = std::move(entries.cols);
+  out.entry = std::move(entries.entry);
+  return out;
+}
+
 PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
-                 const PackOptions& options) {
+                 const PackOptions& options, const RenumberedRows* renumbered) {
   const auto start = std::chrono::steady_clock::now();
   PackOutcome outcome;
   if (std::string reason = f.Check(t.dims); !reason.empty()) {
@@ -60,6 +71,8 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
   packer_options.choose_encodings = options.narrow_coordinates;
   std::vector<const int32_t*> coords;
   for (const auto& mode : t.coords) coords.push_back(mode.data());
+  if (renumbered) coords = {renumbered->rows.data(), renumbered->cols.data()};
+  const int32_t* source_entry = renumbered ? renumbered->entry.data() : nullptr;
   packer::LevelPacker<BulkAllocator, ScratchAllocator> levels(layout, packer_options, t.nnz(),
                                                               coords.data());
   if (!levels.Run()) {
@@ -87,14 +100,14 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
     std::vector<std::complex<double>> source(t.nnz());
     for (int64_t e = 0; e < t.nnz(); ++e) source[e] = {t.values[e], t.Imag(e)};
     if (dtype == DType::kC64) {
-      levels.ScatterValues(packed->values_c64, source.data());
+      levels.ScatterValues(packed->values_c64, source.data(), source_entry);
     } else {
-      levels.ScatterValues(packed->values_c128, source.data());
+      levels.ScatterValues(packed->values_c128, source.data(), source_entry);
     }
   } else if (dtype == DType::kF32) {
-    levels.ScatterValues(packed->values_f32, t.values.data());
+    levels.ScatterValues(packed->values_f32, t.values.data(), source_entry);
   } else {
-    levels.ScatterValues(packed->values_f64, t.values.data());
+    levels.ScatterValues(packed->values_f64, t.values.data(), source_entry);
   }
   packed->pack_ms = MsSince(start);
   outcome.packed = std::move(packed);

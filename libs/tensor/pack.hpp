@@ -112,9 +112,19 @@ struct PackOptions {
   bool narrow_coordinates = true;
 };
 
-// Packs a canonical COO tensor into the format: explicit zeros where U levels need them.
+// A canonical matrix with its rows renumbered, its values left where they are: the coordinates
+// in the renumbered canonical order and the given entry of each. The columns keep their numbering.
+struct RenumberedRows {
+  std::vector<int32_t, ScratchAllocator<int32_t>> rows, cols, entry;
+};
+// For an ordering that renumbers the rows only (RenumbersColumns is false) of a canonical
+// matrix: PermuteMatrix without its copy of the values.
+RenumberedRows RenumberRows(const CooTensor& matrix, const MatrixOrdering& ordering);
+
+// Packs a canonical COO tensor into the format: explicit zeros where U levels need them. With
+// `renumbered`, the matrix with its rows renumbered so.
 PackOutcome Pack(const CooTensor& tensor, const StorageFormat& format, DType dtype,
-                 const PackOptions& options = {});
+                 const PackOptions& options = {}, const RenumberedRows* renumbered = nullptr);
 
 // Calls visit(position, mode_coordinates) for every position of level `depth - 1` (depth 0: the
 // single root position) whose coordinates lie inside the tensor; modes with no level among the

@@ -148,7 +148,7 @@ bool SameBytes(const void* a, const void* b, int64_t bytes) {
 }
 
 // The library's packing of `tensor` into `format`, renumbered first by the format's ordering
-// as tune packs it.
+// as tune packs it: rows only through RenumberRows, rows and columns by a renumbered copy.
 PackOutcome LibraryPack(const CooTensor& tensor, const StorageFormat& format, DType dtype,
                         bool narrow) {
   PackOptions options;
@@ -156,8 +156,12 @@ PackOutcome LibraryPack(const CooTensor& tensor, const StorageFormat& format, DT
   options.narrow_coordinates = narrow;
   if (format.ordering == OrderingKind::kNone || !OrderingRefusal(tensor, format.ordering).empty())
     return Pack(tensor, format, dtype, options);
-  return Pack(PermuteMatrix(tensor, ComputeOrdering(tensor, format.ordering)), format, dtype,
-              options);
+  const MatrixOrdering ordering = ComputeOrdering(tensor, format.ordering);
+  if (ordering.cols.empty()) {
+    const RenumberedRows rows = RenumberRows(tensor, ordering);
+    return Pack(tensor, format, dtype, options, &rows);
+  }
+  return Pack(PermuteMatrix(tensor, ordering), format, dtype, options);
 }
 
 // The emitted operand's values against the library's packing, byte for byte.
@@ -318,6 +322,13 @@ std::vector<Case> Cases() {
        [] {
          nlohmann::json s = MatrixSchedule({"i1:U", "k:S", "i0:U"}, {"i1", "k", "i0"}, {{"i", 8}});
          s["ordering"] = "degree";
+         return s;
+       }(),
+       small},
+      {"ordered-row-degree", "spmv",
+       [] {
+         nlohmann::json s = MatrixSchedule({"i1:U", "k:S", "i0:U"}, {"i1", "k", "i0"}, {{"i", 8}});
+         s["ordering"] = "row-degree";
          return s;
        }(),
        small},

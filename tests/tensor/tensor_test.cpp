@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 
 #include <omp.h>
@@ -10,6 +11,7 @@
 #include "tensor/coo.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/pack.hpp"
+#include "tensor/permutation.hpp"
 #include "tensor/stats.hpp"
 
 namespace sparsetune {
@@ -280,6 +282,52 @@ TEST(Pack, LargeTensorsPackTheSameWithOneThreadOrFour) {
     }
     EXPECT_EQ(nonzero, expected_nonzero);
     EXPECT_NEAR(sum, expected_sum, 1e-6 * t.nnz());
+  }
+}
+
+// Rows renumbered without a copy of the entries pack into the same arrays as the renumbered
+// copy does, whatever the format: rows whole (CSR, grouped), sliced with the lanes last or not,
+// or sorted by columns first.
+TEST(Pack, RenumberedRowsPackAsTheRenumberedCopy) {
+  const CooTensor t = testing::RandomSparse({500, 300}, 6000, 23);
+  MatrixOrdering ordering;
+  ordering.rows.resize(t.dims[0]);
+  std::iota(ordering.rows.begin(), ordering.rows.end(), 0);
+  std::shuffle(ordering.rows.begin(), ordering.rows.end(), std::mt19937_64(5));
+  ordering.Invert();
+  const RenumberedRows renumbered = RenumberRows(t, ordering);
+  const CooTensor copy = PermuteMatrix(t, ordering);
+  StorageFormat sell;  // i1:U k:S i0:U
+  sell.split = {8, 1};
+  sell.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
+                 {1, SplitPart::kWhole, LevelKind::kSliced},
+                 {0, SplitPart::kInner, LevelKind::kDense}};
+  StorageFormat blocked_sell;  // i1:U k1:S i0:U k0:U
+  blocked_sell.split = {8, 4};
+  blocked_sell.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
+                         {1, SplitPart::kOuter, LevelKind::kSliced},
+                         {0, SplitPart::kInner, LevelKind::kDense},
+                         {1, SplitPart::kInner, LevelKind::kDense}};
+  StorageFormat grouped = StorageFormat::Csr();
+  grouped.levels[1].group = 4;
+  StorageFormat by_column;  // k:U i:C
+  by_column.split = {1, 1};
+  by_column.levels = {{1, SplitPart::kWhole, LevelKind::kDense},
+                      {0, SplitPart::kWhole, LevelKind::kCompressed}};
+  for (const StorageFormat& f : {StorageFormat::Csr(), sell, blocked_sell, grouped, by_column}) {
+    SCOPED_TRACE(f.Describe({"i", "k"}));
+    const PackOutcome expected = Pack(copy, f, DType::kF64);
+    const PackOutcome got = Pack(t, f, DType::kF64, PackOptions{}, &renumbered);
+    ASSERT_TRUE(expected.packed && got.packed);
+    ASSERT_EQ(got.packed->levels.size(), expected.packed->levels.size());
+    for (size_t l = 0; l < got.packed->levels.size(); ++l) {
+      const PackedLevel &a = got.packed->levels[l], &b = expected.packed->levels[l];
+      EXPECT_EQ(a.positions, b.positions) << "level " << l;
+      EXPECT_EQ(a.pos, b.pos) << "level " << l;
+      EXPECT_EQ(a.crd_bytes, b.crd_bytes) << "level " << l;
+      EXPECT_EQ(a.base, b.base) << "level " << l;
+    }
+    EXPECT_EQ(got.packed->values_f64, expected.packed->values_f64);
   }
 }
 
