@@ -876,7 +876,20 @@ class LevelPacker {
                     " positions, over the padding cap of " + CapText());
     }
     lane_level.positions = level.positions * lanes;
-    Scratch<int32_t> crd(lane_level.positions);
+    // 32-bit absolute coordinates are written where the level keeps them; others are chosen
+    // or checked from all of them first (StoreCoordinates).
+    const bool wide = !options_.choose_encodings &&
+                      (l >= static_cast<int>(options_.encodings.size()) ||
+                       (options_.encodings[l].bits == 32 && !options_.encodings[l].relative));
+    Scratch<int32_t> scratch;
+    int32_t* crd;
+    if (wide) {
+      level.crd.resize(lane_level.positions * sizeof(int32_t));
+      crd = reinterpret_cast<int32_t*>(level.crd.data());
+    } else {
+      scratch.resize(lane_level.positions);
+      crd = scratch.data();
+    }
 #pragma omp parallel num_threads(threads)
     {
       // Slot k of a run's lane: its k-th entry; each entry's position becomes its leaf's.
@@ -913,7 +926,7 @@ class LevelPacker {
         }
       }
     }
-    if (!StoreCoordinates(level, l, crd, lanes)) return false;
+    if (!wide && !StoreCoordinates(level, l, scratch, lanes)) return false;
     levels_.push_back(std::move(level));
     return AddLevel(std::move(lane_level));
   }
