@@ -614,7 +614,7 @@ class LevelPacker {
     level.positions = total;
     const int group = layout_.levels[l].group;
     if (group > 1 && !PadToGroups(l, group, level, crd)) return false;
-    if (!StoreCoordinates(level, l, crd, 1)) return false;
+    if (!StoreCoordinates(level, l, crd.data(), static_cast<int64_t>(crd.size()), 1)) return false;
     return AddLevel(std::move(level));
   }
 
@@ -810,7 +810,8 @@ class LevelPacker {
     }
     position_.swap(next_);
     if (l + 2 < static_cast<int>(layout_.levels.size())) SortByPosition(lane_level.positions);
-    if (!StoreCoordinates(level, l, crd, lanes)) return false;
+    if (!StoreCoordinates(level, l, crd.data(), static_cast<int64_t>(crd.size()), lanes))
+      return false;
     levels_.push_back(std::move(level));
     return AddLevel(std::move(lane_level));
   }
@@ -876,20 +877,10 @@ class LevelPacker {
                     " positions, over the padding cap of " + CapText());
     }
     lane_level.positions = level.positions * lanes;
-    // 32-bit absolute coordinates are written where the level keeps them; others are chosen
-    // or checked from all of them first (StoreCoordinates).
-    const bool wide = !options_.choose_encodings &&
-                      (l >= static_cast<int>(options_.encodings.size()) ||
-                       (options_.encodings[l].bits == 32 && !options_.encodings[l].relative));
-    Scratch<int32_t> scratch;
-    int32_t* crd;
-    if (wide) {
-      level.crd.resize(lane_level.positions * sizeof(int32_t));
-      crd = reinterpret_cast<int32_t*>(level.crd.data());
-    } else {
-      scratch.resize(lane_level.positions);
-      crd = scratch.data();
-    }
+    // Written as 32-bit integers where the level keeps its coordinates: kept there when that is
+    // their encoding, else stored narrower from there (StoreCoordinates).
+    level.crd.resize(lane_level.positions * sizeof(int32_t));
+    int32_t* const crd = reinterpret_cast<int32_t*>(level.crd.data());
 #pragma omp parallel num_threads(threads)
     {
       // Slot k of a run's lane: its k-th entry; each entry's position becomes its leaf's.
@@ -926,7 +917,7 @@ class LevelPacker {
         }
       }
     }
-    if (!wide && !StoreCoordinates(level, l, scratch, lanes)) return false;
+    if (!StoreCoordinates(level, l, crd, lane_level.positions, lanes)) return false;
     levels_.push_back(std::move(level));
     return AddLevel(std::move(lane_level));
   }
@@ -964,15 +955,14 @@ class LevelPacker {
     int64_t max_span = 0;
   };
 
-  static SegmentSpans ComputeSpans(const Array<int32_t>& pos, const Scratch<int32_t>& crd,
+  static SegmentSpans ComputeSpans(const Array<int32_t>& pos, const int32_t* crd, int64_t positions,
                                    int64_t lanes) {
     SegmentSpans out;
     const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
     out.min.resize(parents);
     int64_t max_span = 0;
-#pragma omp parallel for schedule(static) reduction(max         \
-                                                    : max_span) \
-    num_threads(ThreadsFor(static_cast <int64_t>(crd.size())))
+#pragma omp parallel for schedule(static) reduction(max \
+                                                    : max_span) num_threads(ThreadsFor(positions))
     for (int64_t p = 0; p < parents; ++p) {
       int32_t lo = 0, hi = 0;
       const int64_t first = pos[p] * lanes, last = pos[p + 1] * lanes;
@@ -1013,24 +1003,27 @@ class LevelPacker {
   }
 
   // Stores a level's coordinates (one per position of the level, or of its lanes for a sliced
-  // level) as its encoding says: chosen, or given and checked.
-  bool StoreCoordinates(Level& level, int l, const Scratch<int32_t>& crd, int64_t lanes) {
-    const int64_t positions = static_cast<int64_t>(crd.size());
+  // level) as its encoding says: chosen, or given and checked. `crd` may be the level's own
+  // array, holding them as 32-bit integers: kept so when that is the encoding.
+  bool StoreCoordinates(Level& level, int l, const int32_t* crd, int64_t positions, int64_t lanes) {
     const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
     SegmentSpans spans;
     if (options_.choose_encodings) {
-      spans = ComputeSpans(level.pos, crd, lanes);
+      spans = ComputeSpans(level.pos, crd, positions, lanes);
       level.encoding = ChooseEncoding(positions, parents, level.extent, spans.max_span);
     } else if (l < static_cast<int>(options_.encodings.size())) {
       level.encoding = options_.encodings[l];
-      if (level.encoding.relative) spans = ComputeSpans(level.pos, crd, lanes);
+      if (level.encoding.relative) spans = ComputeSpans(level.pos, crd, positions, lanes);
     }
     const Encoding e = level.encoding;
     if (e.relative) level.base = spans.min;
     if (!options_.choose_encodings && e.bits < 32 && !CoordinatesFit(level, l, crd, lanes)) {
       return false;
     }
-    level.crd.resize(positions * e.bits / 8);
+    const bool in_place = crd == reinterpret_cast<const int32_t*>(level.crd.data()) &&
+                          static_cast<int64_t>(level.crd.size()) == positions * 4;
+    if (in_place && e.bits == 32 && !e.relative) return true;
+    Array<uint8_t> stored(positions * e.bits / 8);
     auto store = [&](auto* out) {
       using T = std::remove_pointer_t<decltype(out)>;
       if (!e.relative) {
@@ -1044,15 +1037,16 @@ class LevelPacker {
           out[q] = static_cast<T>(crd[q] - level.base[p]);
       }
     };
-    if (e.bits == 8) store(level.crd.data());
-    if (e.bits == 16) store(reinterpret_cast<uint16_t*>(level.crd.data()));
-    if (e.bits == 32) store(reinterpret_cast<int32_t*>(level.crd.data()));
+    if (e.bits == 8) store(stored.data());
+    if (e.bits == 16) store(reinterpret_cast<uint16_t*>(stored.data()));
+    if (e.bits == 32) store(reinterpret_cast<int32_t*>(stored.data()));
+    level.crd.swap(stored);
     return true;
   }
 
   // Given encodings are those of the pattern a kernel was tuned on: another pattern's
   // coordinates may not fit them. Refuses, naming the first that does not.
-  bool CoordinatesFit(const Level& level, int l, const Scratch<int32_t>& crd, int64_t lanes) {
+  bool CoordinatesFit(const Level& level, int l, const int32_t* crd, int64_t lanes) {
     const int bits = level.encoding.bits;
     const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
     for (int64_t p = 0; p < parents; ++p) {
