@@ -105,8 +105,9 @@ int main(int argc, char** argv) {
         ++checked;
         if (check.ok) {
           worst_error = std::max(worst_error, check.max_error);
-          std::printf("%-28s %-7s ok   compile %6.0f ms  max relative error %.2e\n", name.c_str(),
-                      kernel.c_str(), check.compile_ms, check.max_error);
+          std::printf("%-28s %-7s ok   compile %6.0f ms  pack %8.1f ms  max relative error %.2e\n",
+                      name.c_str(), kernel.c_str(), check.compile_ms, check.pack_in_order_ms,
+                      check.max_error);
           fs::remove_all(dir);
         } else {
           ++failures;

@@ -312,8 +312,10 @@ EmittedCheck CompiledEmittedKernel::Check(const Expression& expression, const In
     ValueBuffer values(dtype, tensor.nnz());
     for (int64_t e = 0; e < tensor.nnz(); ++e)
       values.SetComplex(e, {tensor.values[e], tensor.Imag(e)});
+    const auto pack_start = std::chrono::steady_clock::now();
     std::unique_ptr<void, EmittedAbi::FreeFn> packed_in_order(
         abi.pack(tensor.dims.data(), tensor.nnz(), in_order.data(), values.data()), abi.release);
+    check.pack_in_order_ms = MsSince(pack_start);
     if (!packed_in_order) {
       check.reason =
           std::string("the emitted packer refused the entries in order: ") + abi.last_error();

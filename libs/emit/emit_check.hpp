@@ -17,6 +17,9 @@ struct EmittedCheck {
   std::string reason;    // why not, when !ok: the compiler's output, a missing symbol, a mismatch
   double max_error = 0;  // largest error relative to the reference's term magnitudes
   double compile_ms = 0;
+  // Packing the entries given in canonical order (as from CSR) through the C ABI: what a
+  // caller's preparation costs, ordering included.
+  double pack_in_order_ms = 0;
   bool wide_coordinates = false;  // the operand needed the 32-bit variant of the kernel
 };
 
