@@ -487,14 +487,28 @@ class LevelPacker {
   void SortByCompositeKey(Scratch<Key>& keys, const std::vector<int>& key_order, int passes,
                           int bits) {
     keys.resize(n_);
+    // Each key level's mode, part and width, looked up once rather than per entry.
+    struct KeyPart {
+      const int32_t* mode;
+      int part;
+      int64_t split;
+      int split_shift;
+      int bits;
+    };
+    std::vector<KeyPart> parts;
+    for (int k = 0; k < passes; ++k) {
+      const int level = key_order[k];
+      const LevelLayout& spec = layout_.levels[level];
+      parts.push_back({mode_coords_[spec.mode], spec.part, layout_.split[spec.mode],
+                       split_shift_[level], BitsFor(extents_[level])});
+    }
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (int64_t r = 0; r < n_; ++r) {
+      const int64_t entry = perm_[r];
       Key key = 0;
-      for (int k = 0; k < passes; ++k) {
-        const int level = key_order[k];
-        key = static_cast<Key>(key << BitsFor(extents_[level]) |
-                               Key(LevelCoordinate(level, perm_[r])));
-      }
+      for (const KeyPart& p : parts)
+        key = static_cast<Key>(key << p.bits |
+                               Key(PartOf(p.part, p.mode[entry], p.split, p.split_shift)));
       keys[r] = key;
     }
     RadixSortPairs(keys, perm_, bits);
