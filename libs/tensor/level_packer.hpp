@@ -511,12 +511,76 @@ class LevelPacker {
                                Key(PartOf(p.part, p.mode[entry], p.split, p.split_shift)));
       keys[r] = key;
     }
-    RadixSortPairs(keys, perm_, bits);
+    // The entries come in canonical order, so a leading key over the first mode (its whole
+    // coordinate or outer part) is sorted already: each of its runs is sorted on its own by the
+    // bits below it, a run at a time per thread and in cache, when there are enough of them.
+    const LevelLayout& lead = layout_.levels[key_order[0]];
+    const int low_bits = bits - BitsFor(extents_[key_order[0]]);
+    const bool lead_sorted = lead.mode == 0 && lead.part != kInnerPart && low_bits > 0;
+    if (!lead_sorted || !SortRunsOfLeadingKey(keys, perm_, low_bits))
+      RadixSortPairs(keys, perm_, bits);
     int shift = 0;
     for (int k = passes - 1; k >= 0; --k) {
       key_shift_[key_order[k]] = shift;
       shift += BitsFor(extents_[key_order[k]]);
     }
+  }
+
+  // Sorts (keys, values) whose keys' bits above `low_bits` never decrease: each run of equal
+  // high bits by its low bits (stable LSD radix sort, 11 bits a pass). False, sorting nothing,
+  // when the runs are too few to share among the threads or too short to sort this way.
+  template <class Key>
+  bool SortRunsOfLeadingKey(Scratch<Key>& keys, Scratch<int32_t>& values, int low_bits) const {
+    const int64_t n = n_;
+    std::vector<int64_t> starts = {0};
+    while (starts.back() < n) {  // each run's end by bisection
+      const Key high = keys[starts.back()] >> low_bits;
+      starts.push_back(std::partition_point(keys.begin() + starts.back(), keys.end(),
+                                            [&](Key k) { return (k >> low_bits) == high; }) -
+                       keys.begin());
+    }
+    const int64_t runs = static_cast<int64_t>(starts.size()) - 1;
+    if (runs < 4 * threads_ || n / runs < 4096) return false;
+    constexpr int kDigitBits = 11;
+    constexpr int64_t kBuckets = int64_t(1) << kDigitBits;
+    Scratch<Key> key_scratch(n);
+    Scratch<int32_t> value_scratch(n);
+#pragma omp parallel num_threads(threads_)
+    {
+      std::vector<int64_t> count(kBuckets);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t run = 0; run < runs; ++run) {
+        const int64_t lo = starts[run], hi = starts[run + 1];
+        Key* from_keys = keys.data();
+        int32_t* from_values = values.data();
+        Key* to_keys = key_scratch.data();
+        int32_t* to_values = value_scratch.data();
+        for (int shift = 0; shift < low_bits; shift += kDigitBits) {
+          const Key mask =
+              static_cast<Key>(std::min<int64_t>(kBuckets, int64_t(1) << (low_bits - shift)) - 1);
+          std::fill(count.begin(), count.end(), 0);
+          for (int64_t r = lo; r < hi; ++r) ++count[(from_keys[r] >> shift) & mask];
+          int64_t running = lo;
+          for (int64_t& c : count) {
+            const int64_t here = c;
+            c = running;
+            running += here;
+          }
+          for (int64_t r = lo; r < hi; ++r) {
+            const int64_t at = count[(from_keys[r] >> shift) & mask]++;
+            to_keys[at] = from_keys[r];
+            to_values[at] = from_values[r];
+          }
+          std::swap(from_keys, to_keys);
+          std::swap(from_values, to_values);
+        }
+        if (from_keys != keys.data()) {  // an odd number of passes: back where the run was
+          std::copy(from_keys + lo, from_keys + hi, keys.data() + lo);
+          std::copy(from_values + lo, from_values + hi, values.data() + lo);
+        }
+      }
+    }
+    return true;
   }
 
   // Bits that hold coordinates in [0, extent).

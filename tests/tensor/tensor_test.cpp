@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include <omp.h>
 
@@ -328,6 +329,41 @@ TEST(Pack, RenumberedRowsPackAsTheRenumberedCopy) {
       EXPECT_EQ(a.base, b.base) << "level " << l;
     }
     EXPECT_EQ(got.packed->values_f64, expected.packed->values_f64);
+  }
+}
+
+// 2-D blocks sort the entries by block column within each block row: large enough, each block
+// row is sorted on its own, a row of blocks per thread. The packing holds exactly the entries,
+// with any number of threads.
+TEST(Pack, BlockRowsSortedOneByOneHoldTheEntries) {
+  const CooTensor t = testing::RandomSparse({20000, 30000}, 400000, 31);
+  StorageFormat blocks;  // i1:U k1:C k0:C i0:Q
+  blocks.split = {1024, 2048};
+  blocks.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
+                   {1, SplitPart::kOuter, LevelKind::kCompressed},
+                   {1, SplitPart::kInner, LevelKind::kCompressed},
+                   {0, SplitPart::kInner, LevelKind::kSingleton}};
+  const int saved_threads = omp_get_max_threads();
+  for (int threads : {1, 2, 4}) {
+    SCOPED_TRACE(threads);
+    omp_set_num_threads(threads);
+    const PackOutcome packed = Pack(t, blocks, DType::kF64);
+    omp_set_num_threads(saved_threads);
+    ASSERT_TRUE(packed.packed) << packed.refusal;
+    const CooTensor back = Unpack(*packed.packed);
+    EXPECT_EQ(back.coords, t.coords);
+    EXPECT_EQ(back.values, t.values);
+    // Sorted: each block row holds each of its block columns once, in order (unsorted entries
+    // unpack the same but repeat them).
+    std::set<std::pair<int32_t, int32_t>> block_columns;
+    for (int64_t e = 0; e < t.nnz(); ++e)
+      block_columns.insert({t.coords[0][e] / 1024, t.coords[1][e] / 2048});
+    EXPECT_EQ(packed.packed->levels[1].positions, int64_t(block_columns.size()));
+    const PackedLevel& level = packed.packed->levels[1];
+    for (int64_t p = 0; p + 1 < int64_t(level.pos.size()); ++p) {
+      for (int64_t q = level.pos[p] + 1; q < level.pos[p + 1]; ++q)
+        ASSERT_LT(level.Coordinate(p, q - 1), level.Coordinate(p, q));
+    }
   }
 }
 
