@@ -876,15 +876,7 @@ class LevelPacker {
     for (int64_t p = 0; p < parent_positions_; ++p) level.pos[p + 1] = level.pos[p] + slots[p + 1];
     level.positions = level.pos[parent_positions_];
     Level lane_level;
-    lane_level.kind = kDenseLevel;
-    lane_level.extent = lanes;
-    const double lane_positions = double(level.positions) * double(lanes);
-    if (lane_positions > cap_ || lane_positions > double(kMaxPositions)) {
-      return Refuse("sliced level " + std::to_string(l) + " would pad to " +
-                    std::to_string(int64_t(lane_positions)) +
-                    " positions, over the padding cap of " + CapText());
-    }
-    lane_level.positions = level.positions * lanes;
+    if (!LanesOf(level, l, lanes, &lane_level)) return false;
     // Coordinates per lane position; padding repeats the lane's last coordinate (or, for an
     // empty lane, the smallest of the slice), so it stays inside the slice's span.
     Scratch<int32_t> crd(lane_level.positions);
@@ -920,6 +912,20 @@ class LevelPacker {
       return false;
     levels_.push_back(std::move(level));
     return AddLevel(std::move(lane_level));
+  }
+
+  // The U level of a sliced level's lanes, refused when its slots pad past the cap.
+  bool LanesOf(const Level& sliced, int l, int64_t lanes, Level* lane_level) {
+    lane_level->kind = kDenseLevel;
+    lane_level->extent = lanes;
+    const double lane_positions = double(sliced.positions) * double(lanes);
+    if (lane_positions > cap_ || lane_positions > double(kMaxPositions)) {
+      return Refuse("sliced level " + std::to_string(l) + " would pad to " +
+                    std::to_string(int64_t(lane_positions)) +
+                    " positions, over the padding cap of " + CapText());
+    }
+    lane_level->positions = sliced.positions * lanes;
+    return true;
   }
 
   // PackSliced when the lanes are the last level. Entries are sorted by parent, lane, then
@@ -974,15 +980,7 @@ class LevelPacker {
     }
     level.positions = level.pos[parents];
     Level lane_level;
-    lane_level.kind = kDenseLevel;
-    lane_level.extent = lanes;
-    const double lane_positions = double(level.positions) * double(lanes);
-    if (lane_positions > cap_ || lane_positions > double(kMaxPositions)) {
-      return Refuse("sliced level " + std::to_string(l) + " would pad to " +
-                    std::to_string(int64_t(lane_positions)) +
-                    " positions, over the padding cap of " + CapText());
-    }
-    lane_level.positions = level.positions * lanes;
+    if (!LanesOf(level, l, lanes, &lane_level)) return false;
     // Written as 32-bit integers where the level keeps its coordinates: kept there when that is
     // their encoding, else stored narrower from there (StoreCoordinates).
     level.crd.resize(lane_level.positions * sizeof(int32_t));

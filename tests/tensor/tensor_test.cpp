@@ -123,6 +123,27 @@ struct FormatCase {
   StorageFormat format;
 };
 
+// i1:U k:S i0:U, 8 rows a slice (SELL-8).
+StorageFormat Sell() {
+  StorageFormat f;
+  f.split = {8, 1};
+  f.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
+              {1, SplitPart::kWhole, LevelKind::kSliced},
+              {0, SplitPart::kInner, LevelKind::kDense}};
+  return f;
+}
+
+// i1:U k1:S i0:U k0:U: slices of 8 rows over blocks of 4 columns, a level below the lanes.
+StorageFormat BlockedSell() {
+  StorageFormat f;
+  f.split = {8, 4};
+  f.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
+              {1, SplitPart::kOuter, LevelKind::kSliced},
+              {0, SplitPart::kInner, LevelKind::kDense},
+              {1, SplitPart::kInner, LevelKind::kDense}};
+  return f;
+}
+
 // Every U/C/S combination, level order and split of small random tensors packs and unpacks
 // back to the same entries (padding zeros aside).
 TEST(Pack, RoundTripOverRandomFormats) {
@@ -223,17 +244,7 @@ TEST(Pack, LargeTensorsPackTheSameWithOneThreadOrFour) {
     t.Append(c, 1.0 + j % 7);
   }
   t.Canonicalize();
-  StorageFormat sell;  // i1:U k:S i0:U
-  sell.split = {8, 1};
-  sell.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
-                 {1, SplitPart::kWhole, LevelKind::kSliced},
-                 {0, SplitPart::kInner, LevelKind::kDense}};
-  StorageFormat blocked_sell;  // i1:U k1:S i0:U k0:U
-  blocked_sell.split = {8, 4};
-  blocked_sell.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
-                         {1, SplitPart::kOuter, LevelKind::kSliced},
-                         {0, SplitPart::kInner, LevelKind::kDense},
-                         {1, SplitPart::kInner, LevelKind::kDense}};
+  const StorageFormat sell = Sell(), blocked_sell = BlockedSell();
   StorageFormat grouped = StorageFormat::Csr();
   grouped.levels[1].group = 8;
   const int saved_threads = omp_get_max_threads();
@@ -298,17 +309,7 @@ TEST(Pack, RenumberedRowsPackAsTheRenumberedCopy) {
   ordering.Invert();
   const RenumberedRows renumbered = RenumberRows(t, ordering);
   const CooTensor copy = PermuteMatrix(t, ordering);
-  StorageFormat sell;  // i1:U k:S i0:U
-  sell.split = {8, 1};
-  sell.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
-                 {1, SplitPart::kWhole, LevelKind::kSliced},
-                 {0, SplitPart::kInner, LevelKind::kDense}};
-  StorageFormat blocked_sell;  // i1:U k1:S i0:U k0:U
-  blocked_sell.split = {8, 4};
-  blocked_sell.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
-                         {1, SplitPart::kOuter, LevelKind::kSliced},
-                         {0, SplitPart::kInner, LevelKind::kDense},
-                         {1, SplitPart::kInner, LevelKind::kDense}};
+  const StorageFormat sell = Sell(), blocked_sell = BlockedSell();
   StorageFormat grouped = StorageFormat::Csr();
   grouped.levels[1].group = 4;
   StorageFormat by_column;  // k:U i:C
