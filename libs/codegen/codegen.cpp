@@ -80,10 +80,12 @@ class Emitter {
              "_reordered);");
     }
     if (IsReordered(0) && !scatter_output_) {
-      const auto rc = ReorderShape(0);
+      // Gathered by the caller's rows, each thread writing its own range of them (scattered
+      // to them, two threads' writes would share cache lines).
+      const auto rc = ReorderShape(0, /*inverse=*/true);
       Line("if (T0 != T0_given) {");
       Line("  st_reorder(T0, T0_given, " + rc[0] + ", " + rc[1] + ", " + rc[2] + ", " + rc[3] +
-           ", /*scatter=*/1, nthreads);");
+           ", nthreads);");
       Line("  st_scratch_give(" + std::to_string(ReorderSlot(0)) + ", T0);");
       Line("}");
     }
@@ -182,6 +184,13 @@ class Emitter {
         Line("const int32_t* " + P(index) + " = args->tuned_order ? nullptr : args->old_of_new[" +
              std::to_string(e_.IndexId(index)) + "];  // renumbered " + index);
       }
+      if (IsReordered(0) && !scatter_output_) {
+        for (const std::string& index : nest_.StorageIndices(0)) {
+          if (!IsPermutedIndex(index)) continue;
+          Line("const int32_t* " + Q(index) + " = args->tuned_order ? nullptr : args->new_of_old[" +
+               std::to_string(e_.IndexId(index)) + "];  // " + index + " of each given one");
+        }
+      }
     }
     for (size_t t = 1; t < e_.tensors.size(); ++t) {
       if (static_cast<int>(t) == e_.sparse) continue;
@@ -198,7 +207,7 @@ class Emitter {
       Line("value_t* __restrict T0 = (value_t*)args->output;  // " + e_.tensors[0].name +
            ", its rows stored through the renumbering");
     } else if (IsReordered(0)) {
-      // Computed in the renumbered order into a kept buffer, scattered to the caller's on exit.
+      // Computed in the renumbered order into a kept buffer, gathered to the caller's on exit.
       Line("value_t* const T0_given = (value_t*)args->output;  // " + e_.tensors[0].name);
       Line("value_t* __restrict T0 = " + ReorderCondition(0) + " ? (value_t*)st_scratch_take(" +
            std::to_string(ReorderSlot(0)) + ", sizeof(value_t) * " +
@@ -303,15 +312,20 @@ class Emitter {
   }
 
   // Whether a renumbered output is stored through the permutation where the loop stores it,
-  // rather than computed into a buffer that a pass after the loop scatters to the caller's
-  // order (that pass is 0.3-0.7 ms of a 4 ms graph SpMV: docs/bench/README.md). Only when
-  // only its rows are renumbered, each of its elements is stored once per reduction (a
-  // register tile or an accumulator holds the sum: stored per nonzero, the permutation's loads
-  // would cost more than the pass saves), and no store or clearing assumes consecutive rows
-  // (vectors over rows, clearing a block of rows; a row's slice is cleared through it).
+  // rather than computed into a buffer that a pass after the loop gathers into the caller's
+  // order (docs/bench/README.md). Only for a matrix output whose rows alone are renumbered, each of
+  // its elements is stored once per reduction (a register tile or an accumulator holds the sum:
+  // stored per nonzero, the permutation's loads would cost more than the pass saves), and no store
+  // or clearing assumes consecutive rows (vectors over rows, clearing a block of rows; a row's
+  // slice is cleared through it).
   bool ScatterOutputWhereStored() const {
     if (!IsReordered(0)) return false;
     const std::vector<std::string> storage = nest_.StorageIndices(0);
+    // A vector's elements, stored through the permutation, land in scattered cache lines that
+    // both threads write: computed in order and gathered to the caller's by a pass, each
+    // thread writing its own range, SpMV is faster (SELL-8 on a 2M-row graph: 8.5 -> 7.2 ms;
+    // SELL-16 on Graph500 scale 19: 4.51 -> 4.41 ms). Rows of a matrix are whole lines.
+    if (storage.size() == 1) return false;
     for (size_t k = 1; k < storage.size(); ++k) {
       if (IsPermutedIndex(storage[k])) return false;
     }
@@ -497,6 +511,8 @@ class Emitter {
 
   bool Reordered() const { return nest_.storage.ordering != OrderingKind::kNone; }
   std::string P(const std::string& index) const { return "P" + std::to_string(e_.IndexId(index)); }
+  // The inverse of P(index): the renumbered number of each original row or column.
+  std::string Q(const std::string& index) const { return "Q" + std::to_string(e_.IndexId(index)); }
   bool IsPermutedIndex(const std::string& index) const {
     const auto& sparse = e_.sparse_input().indices;
     return Reordered() && std::find(sparse.begin(), sparse.end(), index) != sparse.end();
@@ -513,18 +529,21 @@ class Emitter {
   int ReorderSlot(int tensor) const {
     return static_cast<int>(e_.tensors.size() + nest_.temps.size()) + tensor;
   }
-  // st_reorder's rows, columns and their permutations for the tensor as stored.
-  std::array<std::string, 4> ReorderShape(int tensor) const {
+  // st_reorder's rows, columns and their permutations for the tensor as stored: the
+  // renumbering (P: an input gathered into the renumbered order) or its inverse (Q: the
+  // output gathered back into the caller's).
+  std::array<std::string, 4> ReorderShape(int tensor, bool inverse = false) const {
     const std::vector<std::string> storage = nest_.StorageIndices(tensor);
+    auto permutation = [&](const std::string& index) { return inverse ? Q(index) : P(index); };
     std::array<std::string, 4> out = {"1", "1", "nullptr", "nullptr"};
     if (storage.size() == 1) {
       out[0] = D(storage[0]);
-      if (IsPermutedIndex(storage[0])) out[2] = P(storage[0]);
+      if (IsPermutedIndex(storage[0])) out[2] = permutation(storage[0]);
     } else {
       out[0] = D(storage[0]);
       for (size_t k = 1; k < storage.size(); ++k) out[1] += " * " + D(storage[k]);
-      if (IsPermutedIndex(storage[0])) out[2] = P(storage[0]);
-      if (storage.size() == 2 && IsPermutedIndex(storage[1])) out[3] = P(storage[1]);
+      if (IsPermutedIndex(storage[0])) out[2] = permutation(storage[0]);
+      if (storage.size() == 2 && IsPermutedIndex(storage[1])) out[3] = permutation(storage[1]);
     }
     return out;
   }
@@ -542,33 +561,28 @@ class Emitter {
     Line("  T" + T + "_reordered = (value_t*)st_scratch_take(" + std::to_string(ReorderSlot(t)) +
          ", sizeof(value_t) * " + rc[0] + " * " + rc[1] + ");");
     Line("  st_reorder(T" + T + ", T" + T + "_reordered, " + rc[0] + ", " + rc[1] + ", " + rc[2] +
-         ", " + rc[3] + ", /*scatter=*/0, nthreads);");
+         ", " + rc[3] + ", nthreads);");
     Line("  T" + T + " = T" + T + "_reordered;");
     Line("}");
   }
 
-  // Row-major rows x cols: gather dst[r][c] = src[R[r]][C[c]], or scatter dst[R[r]][C[c]] =
-  // src[r][c] (R, C map renumbered to original; null is the identity). Rows go to threads.
+  // Row-major rows x cols: dst[r][c] = src[R[r]][C[c]] (null R or C is the identity). Rows go
+  // to threads, each writing its own.
   void EmitReorderFunctions() {
     Line("static void st_reorder(const value_t* __restrict src, value_t* __restrict dst,");
     Line("                       int64_t rows, int64_t cols, const int32_t* R, const int32_t* C,");
-    Line("                       int scatter, int nthreads) {");
+    Line("                       int nthreads) {");
     Line("  if (cols == 1 && R && !C) {  // a vector");
     Line("    #pragma omp parallel for schedule(static) num_threads(nthreads)");
-    Line("    for (int64_t r = 0; r < rows; ++r) {");
-    Line("      if (scatter) dst[R[r]] = src[r]; else dst[r] = src[R[r]];");
-    Line("    }");
+    Line("    for (int64_t r = 0; r < rows; ++r) dst[r] = src[R[r]];");
     Line("    return;");
     Line("  }");
     Line("  #pragma omp parallel for schedule(static) num_threads(nthreads)");
     Line("  for (int64_t r = 0; r < rows; ++r) {");
-    Line("    const int64_t o = R ? R[r] : r;");
-    Line("    const value_t* s = src + (scatter ? r : o) * cols;");
-    Line("    value_t* d = dst + (scatter ? o : r) * cols;");
+    Line("    const value_t* s = src + (R ? R[r] : r) * cols;");
+    Line("    value_t* d = dst + r * cols;");
     Line("    if (!C) {");
     Line("      memcpy(d, s, sizeof(value_t) * cols);");
-    Line("    } else if (scatter) {");
-    Line("      for (int64_t c = 0; c < cols; ++c) d[C[c]] = s[c];");
     Line("    } else {");
     Line("      for (int64_t c = 0; c < cols; ++c) d[c] = s[C[c]];");
     Line("    }");

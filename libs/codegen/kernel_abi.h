@@ -26,6 +26,8 @@
        operand (null: not renumbered); dense operands and the output are permuted on entry and \
        exit unless tuned_order is nonzero (then they are given in the renumbered order) */     \
     const int32_t* old_of_new[16];                                                             \
+    /* per index: the inverse, each original row's or column's renumbered number */            \
+    const int32_t* new_of_old[16];                                                             \
     int64_t tuned_order;                                                                       \
   } st_args;
 

@@ -457,6 +457,8 @@ std::string PackerPreambleText(const EmittedKernel& k) {
     << "  st_array<int32_t> value_positions;\n"
     << "  // Per mode: the given index of each renumbered one (empty: not renumbered).\n"
     << "  std::vector<int32_t> old_of_new[" << std::max(k.order, 1) << "];\n"
+    << "  // Per mode: the renumbered index of each given one (the inverse).\n"
+    << "  std::vector<int32_t> new_of_old[" << std::max(k.order, 1) << "];\n"
     << "  // Sparse outputs: the position, at the last output level, of each distinct coordinate\n"
     << "  // prefix of the input entries (in sorted order), as the caller's output rows.\n"
     << "  std::vector<int64_t> output_rows;\n};\n\n";
@@ -508,6 +510,7 @@ std::string RenumberText(const EmittedKernel& k) {
     << "  for (int m = 0; m < 2; ++m) {\n"
     << "    if (new_of_old[m].empty()) continue;\n"
     << "    a->old_of_new[m] = ordering::Inverse(new_of_old[m]);\n"
+    << "    a->new_of_old[m] = new_of_old[m];\n"
     << "    if (*rows_in_order) continue;\n"
     << "    renumbered[m].resize(a->nnz);\n"
     << "    const int32_t* new_of = new_of_old[m].data();\n"
@@ -748,8 +751,11 @@ std::string ComputeBodyText(const EmittedKernel& k) {
     c << "  args.inputs[" << k.dense_inputs[i] << "] = inputs[" << i << "];\n";
   c << "  args.chunk = " << k.schedule.chunk << ";\n  args.threads = st_threads();\n";
   for (size_t m = 0; m < sparse.indices.size(); ++m) {
-    c << "  if (!a->old_of_new[" << m << "].empty()) args.old_of_new["
-      << e.IndexId(sparse.indices[m]) << "] = a->old_of_new[" << m << "].data();\n";
+    c << "  if (!a->old_of_new[" << m << "].empty()) {\n"
+      << "    args.old_of_new[" << e.IndexId(sparse.indices[m]) << "] = a->old_of_new[" << m
+      << "].data();\n"
+      << "    args.new_of_old[" << e.IndexId(sparse.indices[m]) << "] = a->new_of_old[" << m
+      << "].data();\n  }\n";
   }
   c << "  args.tuned_order = tuned_order;\n";
   const std::string kernel_call =

@@ -251,9 +251,11 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
     const auto& modes = expression_.sparse_input().indices;
     const std::vector<int32_t>* old_of_new[2] = {&packed.ordering->old_rows,
                                                  &packed.ordering->old_cols};
+    const std::vector<int32_t>* new_of_old[2] = {&packed.ordering->rows, &packed.ordering->cols};
     for (int m = 0; m < 2; ++m) {
-      if (!old_of_new[m]->empty())
-        args.old_of_new[expression_.IndexId(modes[m])] = old_of_new[m]->data();
+      if (old_of_new[m]->empty()) continue;
+      args.old_of_new[expression_.IndexId(modes[m])] = old_of_new[m]->data();
+      args.new_of_old[expression_.IndexId(modes[m])] = new_of_old[m]->data();
     }
   }
 

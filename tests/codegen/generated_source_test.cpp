@@ -457,8 +457,9 @@ TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathe
 
 // A reordered operand: rows (and columns, when square) renumbered before packing; the kernel
 // gathers its dense inputs into the renumbered order and writes its dense output in the
-// caller's numbering: through the renumbering where it stores each row once (a row's sum in a
-// register), in a pass after the loop where it adds into rows per nonzero. Sparse outputs stay
+// caller's numbering: a matrix's rows through the renumbering where it stores each row once (a
+// row's sum in registers), else (a vector, or rows added into per nonzero) in the renumbered
+// order and then gathered into the caller's by a pass through the inverse. Sparse outputs stay
 // by position.
 TEST_F(GeneratedKernels, OrderingsPermuteOperandsOnEntryAndWriteTheOutputInTheCallersOrder) {
   const CooTensor square = testing::RandomSparse({90, 90}, 900, 13);
@@ -479,11 +480,13 @@ TEST_F(GeneratedKernels, OrderingsPermuteOperandsOnEntryAndWriteTheOutputInTheCa
     std::string source = CompiledAndVerified(Runner("spmv", square), spmv);
     EXPECT_TRUE(
         Has(source, "const int32_t* P1 = args->tuned_order ? nullptr : args->old_of_new[1];"));
-    EXPECT_TRUE(Has(source, "st_reorder(T2, T2_reordered, d1, 1, P1, nullptr, /*scatter=*/0"));
-    EXPECT_TRUE(Has(source, "T0[(P0 ? P0["));
-    EXPECT_TRUE(Lacks(source, "T0_given"));
+    EXPECT_TRUE(Has(source, "st_reorder(T2, T2_reordered, d1, 1, P1, nullptr, nthreads);"));
+    EXPECT_TRUE(
+        Has(source, "const int32_t* Q0 = args->tuned_order ? nullptr : args->new_of_old[0];"));
+    EXPECT_TRUE(Has(source, "st_reorder(T0, T0_given, d0, 1, Q0, nullptr, nthreads);"));
+    EXPECT_TRUE(Lacks(source, "T0[(P0 ? P0["));
     source = CompiledAndVerified(Runner("spmv", square), spmv_by_columns);
-    EXPECT_TRUE(Has(source, "st_reorder(T0, T0_given, d0, 1, P0, nullptr, /*scatter=*/1"));
+    EXPECT_TRUE(Has(source, "st_reorder(T0, T0_given, d0, 1, Q0, nullptr, nthreads);"));
     EXPECT_TRUE(Lacks(source, "T0[(P0 ? P0["));
     source = CompiledAndVerified(Runner("spmm", square, {{"j", 40}}), spmm);
     EXPECT_TRUE(Has(source, "T0[((P0 ? P0["));
