@@ -170,9 +170,8 @@ class LevelPacker {
   using Level = PackedLevelArrays<Allocator>;
 
   // coords[mode][entry] for nnz entries, distinct and inside the layout's dims. `canonical`
-  // lists the entries in canonical order (lexicographic over the modes: RankEntries,
-  // RankRenumberedRows), borrowed for the packer's life; null when the entries already are in
-  // that order.
+  // lists the entries in canonical order (lexicographic over the modes: RankEntries), borrowed
+  // for the packer's life; null when the entries already are in that order.
   LevelPacker(const Layout& layout, const Options& options, int64_t nnz,
               const int32_t* const* coords, const int32_t* canonical = nullptr)
       : layout_(layout),
@@ -532,15 +531,17 @@ class LevelPacker {
   template <class Key>
   bool SortRunsOfLeadingKey(Scratch<Key>& keys, Scratch<int32_t>& values, int low_bits) const {
     const int64_t n = n_;
+    // Each run's end by bisection, given up once the runs average under 4096 entries.
+    const int64_t most_runs = n / 4096;
     std::vector<int64_t> starts = {0};
-    while (starts.back() < n) {  // each run's end by bisection
+    while (starts.back() < n && static_cast<int64_t>(starts.size()) <= most_runs) {
       const Key high = keys[starts.back()] >> low_bits;
       starts.push_back(std::partition_point(keys.begin() + starts.back(), keys.end(),
                                             [&](Key k) { return (k >> low_bits) == high; }) -
                        keys.begin());
     }
     const int64_t runs = static_cast<int64_t>(starts.size()) - 1;
-    if (runs < 4 * threads_ || n / runs < 4096) return false;
+    if (starts.back() < n || runs < 4 * threads_) return false;
     constexpr int kDigitBits = 11;
     constexpr int64_t kBuckets = int64_t(1) << kDigitBits;
     Scratch<Key> key_scratch(n);
@@ -1326,22 +1327,36 @@ struct RowRenumberedEntries {
   std::vector<int32_t, Allocator<int32_t>> rows, cols, entry;
 };
 
+// Of a matrix's entries in canonical order: each row's first entry (rows + 1 offsets), found
+// where the row changes, in parallel; rows without entries start at the next row's first.
+inline std::vector<int64_t> RowStarts(int64_t rows, int64_t nnz, const int32_t* row_of) {
+  std::vector<int64_t> start(rows + 1, nnz);
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(nnz))
+  for (int64_t e = 0; e < nnz; ++e) {
+    if (e > 0 && row_of[e] == row_of[e - 1]) continue;
+    for (int64_t r = e == 0 ? 0 : row_of[e - 1] + 1; r <= row_of[e]; ++r) start[r] = e;
+  }
+  return start;
+}
+
+// The row starts once row r is old row old_of_new[r] (null: the identity).
+inline std::vector<int64_t> RenumberedRowStarts(const std::vector<int64_t>& old_start,
+                                                const int32_t* old_of_new) {
+  const int64_t rows = static_cast<int64_t>(old_start.size()) - 1;
+  std::vector<int64_t> new_start(rows + 1, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t o = old_of_new ? old_of_new[r] : r;
+    new_start[r + 1] = new_start[r] + old_start[o + 1] - old_start[o];
+  }
+  return new_start;
+}
+
 template <template <class> class Allocator = std::allocator>
 RowRenumberedEntries<Allocator> RenumberRowEntries(int64_t rows, int64_t nnz, const int32_t* row_of,
                                                    const int32_t* col_of,
                                                    const int32_t* old_of_new) {
-  std::vector<int64_t> old_start(rows + 1, nnz);
-  // Each row's first entry, where the row changes (rows without entries start at the next).
-#pragma omp parallel for schedule(static) num_threads(ThreadsFor(nnz))
-  for (int64_t e = 0; e < nnz; ++e) {
-    if (e > 0 && row_of[e] == row_of[e - 1]) continue;
-    for (int64_t r = e == 0 ? 0 : row_of[e - 1] + 1; r <= row_of[e]; ++r) old_start[r] = e;
-  }
-  std::vector<int64_t> new_start(rows + 1, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t o = old_of_new[r];
-    new_start[r + 1] = new_start[r] + old_start[o + 1] - old_start[o];
-  }
+  const std::vector<int64_t> old_start = RowStarts(rows, nnz, row_of);
+  const std::vector<int64_t> new_start = RenumberedRowStarts(old_start, old_of_new);
   RowRenumberedEntries<Allocator> out;
   out.rows.resize(nnz);
   out.cols.resize(nnz);

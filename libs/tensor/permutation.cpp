@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tensor/level_packer.hpp"
+
 namespace sparsetune {
 
 const char* OrderingName(OrderingKind kind) {
@@ -131,18 +133,12 @@ CooTensor PermuteCanonicalRows(const CooTensor& matrix, const MatrixOrdering& or
   const int32_t* old_col_of = matrix.coords[1].data();
   const double* old_value_of = matrix.values.data();
   const double* old_imag_of = matrix.is_complex() ? matrix.imag.data() : nullptr;
-  std::vector<int64_t> old_start(rows + 1, 0);
-  for (int64_t e = 0; e < matrix.nnz(); ++e) ++old_start[old_row_of[e] + 1];
-  for (int64_t r = 0; r < rows; ++r) old_start[r + 1] += old_start[r];
   const int32_t* old_rows = ordering.old_rows.empty() ? nullptr : ordering.old_rows.data();
   const int32_t* new_cols = ordering.cols.empty() ? nullptr : ordering.cols.data();
+  const std::vector<int64_t> old_start = packer::RowStarts(rows, matrix.nnz(), old_row_of);
+  const std::vector<int64_t> new_start = packer::RenumberedRowStarts(old_start, old_rows);
   int column_bits = 1;
   while (column_bits < 31 && (int64_t(1) << column_bits) < matrix.dims[1]) ++column_bits;
-  std::vector<int64_t> new_start(rows + 1, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t o = old_rows ? old_rows[r] : r;
-    new_start[r + 1] = new_start[r] + old_start[o + 1] - old_start[o];
-  }
   CooTensor out;
   out.dims = matrix.dims;
   out.symmetry = matrix.symmetry;
