@@ -33,11 +33,13 @@ StorageFormat GroupCoo(int group) {  // i:U k:G<group>
   return f;
 }
 
-StorageFormat ColumnBlocked(int64_t width) {  // k1:U i:U k0:C, narrow coordinates per block
+// k1:U i:<rows> k0:C: every row in every block (dense rows), or only the rows a block holds
+// (compressed rows, the column segments tune's rules ask for).
+StorageFormat ColumnBlocked(int64_t width, LevelKind rows) {
   StorageFormat f;
   f.split = {1, width};
   f.levels = {LevelSpec{1, SplitPart::kOuter, LevelKind::kDense},
-              LevelSpec{0, SplitPart::kWhole, LevelKind::kDense},
+              LevelSpec{0, SplitPart::kWhole, rows},
               LevelSpec{1, SplitPart::kInner, LevelKind::kCompressed}};
   return f;
 }
@@ -112,7 +114,8 @@ int main(int argc, char** argv) {
       {"sell16", Sell(16)},
       {"sell4", Sell(4)},
       {"groupcoo_G8", GroupCoo(8)},
-      {"column_blocked_64k", ColumnBlocked(65536)},
+      {"column_blocked_64k", ColumnBlocked(65536, LevelKind::kDense)},
+      {"column_segments_64k", ColumnBlocked(65536, LevelKind::kCompressed)},
       {"coo_blocks_64k", CooBlocks(65536)},
   };
   std::printf("%-10s %-20s %10s %10s %8s\n", "matrix", "format", "nnz", "pack_ms", "vs_csr");

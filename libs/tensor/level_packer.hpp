@@ -215,6 +215,12 @@ class LevelPacker {
       if (kind == kSlicedLevel) ++l;  // the lanes were packed with it
       if (l + 1 == options_.record_after_levels) RecordPositions();
     }
+    if (!entry_rank_.empty() && Stored() == n_) {
+      bool at_rank = true;
+#pragma omp parallel for schedule(static) num_threads(threads_) reduction(&& : at_rank)
+      for (int64_t r = 0; r < n_; ++r) at_rank = at_rank && position_[r] == r;
+      leaf_at_rank_ = at_rank;
+    }
     return true;
   }
 
@@ -244,6 +250,15 @@ class LevelPacker {
   Array<int32_t> EntryPositions(const int32_t* source_entry = nullptr) const {
     Array<int32_t> positions(n_);
     bool identity = true;
+    if (leaf_at_rank_ && !source_entry) {
+#pragma omp parallel for schedule(static) num_threads(threads_) reduction(&& : identity)
+      for (int64_t e = 0; e < n_; ++e) {
+        positions[e] = entry_rank_[e];
+        identity = identity && entry_rank_[e] == e;
+      }
+      if (identity) positions = Array<int32_t>();
+      return positions;
+    }
 #pragma omp parallel for schedule(static) num_threads(threads_) reduction(&& : identity)
     for (int64_t r = 0; r < n_; ++r) {
       const int64_t entry = source_entry ? source_entry[Entry(r)] : Entry(r);
@@ -269,10 +284,16 @@ class LevelPacker {
 #pragma omp for schedule(static)
         for (int64_t q = 0; q < stored; ++q) out[q] = 0;
       }
+      if (leaf_at_rank_) {  // in the entries' order: read in order, written to a few streams
 #pragma omp for schedule(static)
-      for (int64_t r = 0; r < n_; ++r) {
-        const int64_t e = Entry(r);
-        out[position_[r]] = static_cast<Value>(source[source_entry ? source_entry[e] : e]);
+        for (int64_t e = 0; e < n_; ++e)
+          out[entry_rank_[e]] = static_cast<Value>(source[source_entry ? source_entry[e] : e]);
+      } else {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < n_; ++r) {
+          const int64_t e = Entry(r);
+          out[position_[r]] = static_cast<Value>(source[source_entry ? source_entry[e] : e]);
+        }
       }
     }
   }
@@ -318,6 +339,33 @@ class LevelPacker {
       return PartOf(part, mode[order ? order[r] : r], split, split_shift);
     }
   };
+  // Calls body(read), read(r) being the level's coordinate at sorted rank r, with a callable of
+  // its own type for each way of reading: the loops over every entry then compile without a
+  // branch per read (a compressed level took 5 ns an entry through LevelReader).
+  template <class Body>
+  auto WithReader(int l, Body&& body) const {
+    const LevelReader c = Reader(l);
+    if (c.keys32) {
+      return body([keys = c.keys32, shift = c.shift, mask = static_cast<uint32_t>(c.mask)](
+                      int64_t r) { return static_cast<int32_t>((keys[r] >> shift) & mask); });
+    }
+    if (c.keys64) {
+      return body([keys = c.keys64, shift = c.shift, mask = c.mask](int64_t r) {
+        return static_cast<int32_t>((keys[r] >> shift) & mask);
+      });
+    }
+    if (!c.order && c.part == kWholeMode)
+      return body([mode = c.mode](int64_t r) { return mode[r]; });
+    if (!c.order && c.split_shift >= 0 && c.part == kInnerPart) {
+      return body([mode = c.mode, mask = static_cast<int32_t>(c.split - 1)](int64_t r) {
+        return mode[r] & mask;
+      });
+    }
+    if (!c.order && c.split_shift >= 0) {
+      return body([mode = c.mode, shift = c.split_shift](int64_t r) { return mode[r] >> shift; });
+    }
+    return body(c);
+  }
   LevelReader Reader(int l) const {
     LevelReader reader;
     const LevelLayout& spec = layout_.levels[l];
@@ -429,6 +477,10 @@ class LevelPacker {
   void SortEntries() {
     const std::vector<int> key_order = SortKeyOrder();
     const int passes = SortPassesNeeded(key_order);
+    if (passes == 1 && !canonical_ && extents_[key_order[0]] <= n_) {
+      SortByOneKey(key_order[0]);
+      return;
+    }
     if (passes > 0) {  // sorted from the canonical order, in an array of its own
       perm_.resize(n_);
 #pragma omp parallel for schedule(static) num_threads(threads_)
@@ -455,6 +507,61 @@ class LevelPacker {
     }
     order_ = passes > 0 ? perm_.data() : canonical_;
     GatherRankedCoordinates();
+  }
+
+  // One stable counting sort of entries given in canonical order by one level's coordinate (a
+  // column-segmented CSR's segment, CSC's column). The coordinates of every mode and each
+  // entry's rank move with the entries: gathered through the order afterwards, the entries of a
+  // segment lie a line or more apart, so each input line was fetched again for every segment
+  // (a column-segmented CSR of 20M entries: 90 of its 140 ms of sorting).
+  void SortByOneKey(int level) {
+    const LevelLayout& spec = layout_.levels[level];
+    const int32_t* key_mode = mode_coords_[spec.mode];
+    const int64_t split = layout_.split[spec.mode], extent = extents_[level];
+    const int part = spec.part, shift = split_shift_[level];
+    const int modes = static_cast<int>(layout_.dims.size());
+    perm_.resize(n_);
+    entry_rank_.resize(n_);
+    ranked_coords_.assign(modes, Scratch<int32_t>());
+    std::vector<int32_t*> ranked(modes);
+    for (int m = 0; m < modes; ++m) {
+      ranked_coords_[m].resize(n_);
+      ranked[m] = ranked_coords_[m].data();
+    }
+    const int threads = threads_;
+    std::vector<int64_t> counts(static_cast<size_t>(threads) * extent, 0);
+#pragma omp parallel num_threads(threads)
+    {
+      ForEachSlice(threads, [&](int t) {
+        const int64_t lo = n_ * t / threads, hi = n_ * (t + 1) / threads;
+        int64_t* mine = counts.data() + static_cast<size_t>(t) * extent;
+        for (int64_t e = lo; e < hi; ++e) ++mine[PartOf(part, key_mode[e], split, shift)];
+      });
+#pragma omp barrier
+#pragma omp single
+      {
+        int64_t running = 0;
+        for (int64_t k = 0; k < extent; ++k) {
+          for (int u = 0; u < threads; ++u) {
+            int64_t& c = counts[static_cast<size_t>(u) * extent + k];
+            const int64_t here = c;
+            c = running;
+            running += here;
+          }
+        }
+      }
+      ForEachSlice(threads, [&](int t) {
+        const int64_t lo = n_ * t / threads, hi = n_ * (t + 1) / threads;
+        int64_t* mine = counts.data() + static_cast<size_t>(t) * extent;
+        for (int64_t e = lo; e < hi; ++e) {
+          const int64_t at = mine[PartOf(part, key_mode[e], split, shift)]++;
+          perm_[at] = static_cast<int32_t>(e);
+          entry_rank_[e] = static_cast<int32_t>(at);
+          for (int m = 0; m < modes; ++m) ranked[m][at] = mode_coords_[m][e];
+        }
+      });
+    }
+    order_ = perm_.data();
   }
 
   // The coordinates of the modes that levels read (and not out of the sorted keys), gathered by
@@ -673,46 +780,52 @@ class LevelPacker {
     Level level;
     level.kind = kCompressedLevel;
     level.extent = extents_[l];
-    const LevelReader c = Reader(l);
     const bool every_entry = l + 1 < static_cast<int>(layout_.levels.size()) &&
                              layout_.levels[l + 1].kind == kSingletonLevel;
     std::vector<int64_t> starts(threads_ + 1, 0);
     Scratch<int32_t> crd;
-    auto is_start = [&](int64_t r) {
-      return every_entry || r == 0 || position_[r] != position_[r - 1] || c(r) != c(r - 1);
-    };
+    const int32_t* parent_of = position_.data();
+    int32_t* next = next_.data();
+    WithReader(l, [&](auto c) {
+      auto is_start = [&](int64_t r) {
+        return every_entry || r == 0 || parent_of[r] != parent_of[r - 1] || c(r) != c(r - 1);
+      };
 #pragma omp parallel num_threads(threads_)
-    {
-      ForEachSlice(threads_, [&](int u) {
-        const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
-        int64_t count = 0;
-        for (int64_t r = lo; r < hi; ++r) count += is_start(r);
-        starts[u + 1] = count;
-      });
+      {
+        ForEachSlice(threads_, [&](int u) {
+          const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
+          int64_t count = 0;
+          for (int64_t r = lo; r < hi; ++r) count += is_start(r);
+          starts[u + 1] = count;
+        });
 #pragma omp barrier
 #pragma omp single
-      {
-        for (int v = 0; v < threads_; ++v) starts[v + 1] += starts[v];
-        crd.resize(starts[threads_]);
-        level.pos.resize(parent_positions_ + 1);  // every entry is written below
-      }
-      ForEachSlice(threads_, [&](int u) {
-        const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
-        int64_t q = starts[u] - 1;
-        for (int64_t r = lo; r < hi; ++r) {
-          if (is_start(r)) {
-            ++q;
-            crd[q] = c(r);
-            // pos[p] counts the positions whose parent is below p: every p in
-            // (previous entry's parent, this entry's parent] starts at q.
-            const int64_t parent = position_[r];
-            const int64_t previous = r == 0 ? -1 : position_[r - 1];
-            for (int64_t p = previous + 1; p <= parent; ++p) level.pos[p] = static_cast<int32_t>(q);
-          }
-          next_[r] = static_cast<int32_t>(q);
+        {
+          for (int v = 0; v < threads_; ++v) starts[v + 1] += starts[v];
+          crd.resize(starts[threads_]);
+          level.pos.resize(parent_positions_ + 1);  // every entry is written below
         }
-      });
-    }
+        int32_t* out_crd = crd.data();
+        int32_t* pos = level.pos.data();
+        ForEachSlice(threads_, [&](int u) {
+          const int64_t lo = n_ * u / threads_, hi = n_ * (u + 1) / threads_;
+          int64_t q = starts[u] - 1;
+          for (int64_t r = lo; r < hi; ++r) {
+            if (is_start(r)) {
+              ++q;
+              out_crd[q] = c(r);
+              // pos[p] counts the positions whose parent is below p: every p in
+              // (previous entry's parent, this entry's parent] starts at q.
+              const int64_t parent = parent_of[r];
+              const int64_t previous = r == 0 ? -1 : parent_of[r - 1];
+              for (int64_t p = previous + 1; p <= parent; ++p) pos[p] = static_cast<int32_t>(q);
+            }
+            next[r] = static_cast<int32_t>(q);
+          }
+        });
+      }
+      return true;
+    });
     const int64_t total = starts[threads_];
     const int64_t last_parent = n_ > 0 ? position_[n_ - 1] : -1;
     for (int64_t p = last_parent + 1; p <= parent_positions_; ++p)
@@ -1042,6 +1155,7 @@ class LevelPacker {
     }
     perm_.swap(reordered);
     order_ = perm_.data();
+    entry_rank_ = Scratch<int32_t>();
     position_.swap(next_);
     ForgetKeys();
     GatherRankedCoordinates();
@@ -1053,37 +1167,41 @@ class LevelPacker {
     return true;
   }
 
-  // Per segment (parent position) of a compressed or sliced level: its smallest coordinate, and
-  // the largest span (max - min) over all segments. Segment p holds coordinates
-  // [pos[p] * lanes, pos[p + 1] * lanes).
-  struct SegmentSpans {
-    Array<int32_t> min;
-    int64_t max_span = 0;
-  };
-
-  static SegmentSpans ComputeSpans(const Array<int32_t>& pos, const int32_t* crd, int64_t positions,
-                                   int64_t lanes) {
-    SegmentSpans out;
-    const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
-    out.min.resize(parents);
-    int64_t max_span = 0;
-#pragma omp parallel for schedule(static) reduction(max \
-                                                    : max_span) num_threads(ThreadsFor(positions))
-    for (int64_t p = 0; p < parents; ++p) {
-      int32_t lo = 0, hi = 0;
-      const int64_t first = pos[p] * lanes, last = pos[p + 1] * lanes;
-      if (first < last) {
-        lo = hi = crd[first];
-        for (int64_t q = first + 1; q < last; ++q) {
-          lo = std::min(lo, crd[q]);
-          hi = std::max(hi, crd[q]);
-        }
-      }
-      out.min[p] = lo;
-      max_span = std::max<int64_t>(max_span, hi - lo);
+  // Segment p (a parent position) of a compressed or sliced level holds coordinates
+  // [pos[p] * lanes, pos[p + 1] * lanes): its smallest and largest (0, 0 when empty).
+  static std::pair<int32_t, int32_t> SegmentRange(const Array<int32_t>& pos, const int32_t* crd,
+                                                  int64_t p, int64_t lanes) {
+    const int64_t first = pos[p] * lanes, last = pos[p + 1] * lanes;
+    if (first == last) return {0, 0};
+    int32_t lo = crd[first], hi = crd[first];
+    for (int64_t q = first + 1; q < last; ++q) {
+      lo = std::min(lo, crd[q]);
+      hi = std::max(hi, crd[q]);
     }
-    out.max_span = max_span;
-    return out;
+    return {lo, hi};
+  }
+
+  // The largest span (max - min) of any segment's coordinates.
+  static int64_t MaxSpan(const Array<int32_t>& pos, const int32_t* crd, int64_t positions,
+                         int64_t lanes) {
+    const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
+    int64_t widest = 0;
+#pragma omp parallel for schedule(static) reduction(max : widest) num_threads(ThreadsFor(positions))
+    for (int64_t p = 0; p < parents; ++p) {
+      const auto [lo, hi] = SegmentRange(pos, crd, p, lanes);
+      widest = std::max<int64_t>(widest, hi - lo);
+    }
+    return widest;
+  }
+
+  // Each segment's smallest coordinate: the bases of a relative encoding.
+  static Array<int32_t> SegmentMins(const Array<int32_t>& pos, const int32_t* crd,
+                                    int64_t positions, int64_t lanes) {
+    const int64_t parents = static_cast<int64_t>(pos.size()) - 1;
+    Array<int32_t> min(parents);
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(positions))
+    for (int64_t p = 0; p < parents; ++p) min[p] = SegmentRange(pos, crd, p, lanes).first;
+    return min;
   }
 
   // The encoding that stores the coordinates in the fewest bytes: absolute when the extent fits
@@ -1113,16 +1231,16 @@ class LevelPacker {
   // array, holding them as 32-bit integers: kept so when that is the encoding.
   bool StoreCoordinates(Level& level, int l, const int32_t* crd, int64_t positions, int64_t lanes) {
     const int64_t parents = static_cast<int64_t>(level.pos.size()) - 1;
-    SegmentSpans spans;
     if (options_.choose_encodings) {
-      spans = ComputeSpans(level.pos, crd, positions, lanes);
-      level.encoding = ChooseEncoding(positions, parents, level.extent, spans.max_span);
+      // Within 8 bits nothing relative stores less: no need for the segments' spans.
+      const int64_t max_span =
+          level.extent <= 256 ? level.extent : MaxSpan(level.pos, crd, positions, lanes);
+      level.encoding = ChooseEncoding(positions, parents, level.extent, max_span);
     } else if (l < static_cast<int>(options_.encodings.size())) {
       level.encoding = options_.encodings[l];
-      if (level.encoding.relative) spans = ComputeSpans(level.pos, crd, positions, lanes);
     }
     const Encoding e = level.encoding;
-    if (e.relative) level.base = spans.min;
+    if (e.relative) level.base = SegmentMins(level.pos, crd, positions, lanes);
     if (!options_.choose_encodings && e.bits < 32 && !CoordinatesFit(level, l, crd, lanes)) {
       return false;
     }
@@ -1191,6 +1309,8 @@ class LevelPacker {
   Scratch<int32_t> perm_;           // the entry at each sorted rank, when sorted here
   const int32_t* order_ = nullptr;  // perm_'s data, canonical_, or null for the identity
   std::vector<Scratch<int32_t>> ranked_coords_;  // per mode, by rank when order_ is set
+  Scratch<int32_t> entry_rank_;       // per entry, its sorted rank, when SortByOneKey sorted them
+  bool leaf_at_rank_ = false;         // every entry's leaf position is its rank (entry_rank_ set)
   Scratch<int32_t> position_, next_;  // per sorted rank: the position at the current level
   int64_t parent_positions_ = 1;
   std::vector<Level> levels_;

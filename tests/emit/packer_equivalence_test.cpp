@@ -296,6 +296,8 @@ std::vector<Case> Cases() {
        small},
       {"column-blocks", "spmv",
        MatrixSchedule({"k1:U", "i:U", "k0:C"}, {"k1", "i", "k0"}, {{"k", 64}}), wide},
+      {"column-segments", "spmv",
+       MatrixSchedule({"k1:U", "i:C", "k0:C"}, {"k1", "i", "k0"}, {{"k", 4096}}), wide},
       {"sell", "spmv", MatrixSchedule({"i1:U", "k:S", "i0:U"}, {"i1", "k", "i0"}, {{"i", 8}}),
        small},
       {"sell-base", "spmv", MatrixSchedule({"i1:U", "k:S", "i0:U"}, {"i1", "k", "i0"}, {{"i", 4}}),

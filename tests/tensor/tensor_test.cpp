@@ -11,6 +11,7 @@
 #include "support/test_data.hpp"
 #include "tensor/coo.hpp"
 #include "tensor/fingerprint.hpp"
+#include "tensor/level_packer.hpp"
 #include "tensor/pack.hpp"
 #include "tensor/permutation.hpp"
 #include "tensor/stats.hpp"
@@ -364,6 +365,48 @@ TEST(Pack, BlockRowsSortedOneByOneHoldTheEntries) {
     for (int64_t p = 0; p + 1 < int64_t(level.pos.size()); ++p) {
       for (int64_t q = level.pos[p] + 1; q < level.pos[p + 1]; ++q)
         ASSERT_LT(level.Coordinate(p, q - 1), level.Coordinate(p, q));
+    }
+  }
+}
+
+// Formats one stable sort by a single level puts in order (column segments, CSC) move each
+// entry's coordinates and rank with it: the packing holds exactly the entries with any number
+// of threads, and each entry's value position (what update_values writes through) is its own.
+TEST(Pack, SortedByOneKeyHoldTheEntriesAndTheirPositions) {
+  const CooTensor t = testing::RandomSparse({3000, 200000}, 300000, 41);
+  StorageFormat segments;  // k1:U i:C k0:C
+  segments.split = {1, 8192};
+  segments.levels = {{1, SplitPart::kOuter, LevelKind::kDense},
+                     {0, SplitPart::kWhole, LevelKind::kCompressed},
+                     {1, SplitPart::kInner, LevelKind::kCompressed}};
+  StorageFormat csc;  // k:U i:C
+  csc.split = {1, 1};
+  csc.levels = {{1, SplitPart::kWhole, LevelKind::kDense},
+                {0, SplitPart::kWhole, LevelKind::kCompressed}};
+  const int saved_threads = omp_get_max_threads();
+  for (const StorageFormat& f : {segments, csc}) {
+    for (int threads : {1, 2, 4}) {
+      SCOPED_TRACE(f.Describe({"i", "k"}) + ", " + std::to_string(threads) + " threads");
+      omp_set_num_threads(threads);
+      const PackOutcome packed = Pack(t, f, DType::kF64);
+      packer::Layout layout;
+      layout.dims = t.dims;
+      layout.split = f.split;
+      for (const LevelSpec& spec : f.levels)
+        layout.levels.push_back(
+            {spec.mode, static_cast<int>(spec.part), static_cast<int>(spec.kind), spec.group});
+      const int32_t* coords[] = {t.coords[0].data(), t.coords[1].data()};
+      packer::LevelPacker<> levels(layout, packer::Options{}, t.nnz(), coords);
+      ASSERT_TRUE(levels.Run()) << levels.Refusal();
+      const auto positions = levels.EntryPositions();
+      omp_set_num_threads(saved_threads);
+      ASSERT_TRUE(packed.packed) << packed.refusal;
+      const CooTensor back = Unpack(*packed.packed);
+      EXPECT_EQ(back.coords, t.coords);
+      EXPECT_EQ(back.values, t.values);
+      ASSERT_EQ(positions.size(), size_t(t.nnz()));  // not the identity: the order changed
+      for (int64_t e = 0; e < t.nnz(); ++e)
+        ASSERT_EQ(packed.packed->values_f64[positions[e]], t.values[e]) << "entry " << e;
     }
   }
 }
