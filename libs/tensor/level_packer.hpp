@@ -633,7 +633,8 @@ class LevelPacker {
   }
 
   // Sorts (keys, values) whose keys' bits above `low_bits` never decrease: each run of equal
-  // high bits by its low bits (stable LSD radix sort, 11 bits a pass). False, sorting nothing,
+  // high bits by its low bits (stable LSD radix sort, 8 bits a pass: a run's 256 destinations
+  // stay in L1 where 2048 did not; 2-D blocks of 20M uniform entries 218 -> 195-205 ms). False, sorting nothing,
   // when the runs are too few to share among the threads or too short to sort this way.
   template <class Key>
   bool SortRunsOfLeadingKey(Scratch<Key>& keys, Scratch<int32_t>& values, int low_bits) const {
@@ -649,7 +650,7 @@ class LevelPacker {
     }
     const int64_t runs = static_cast<int64_t>(starts.size()) - 1;
     if (starts.back() < n || runs < 4 * threads_) return false;
-    constexpr int kDigitBits = 11;
+    constexpr int kDigitBits = 8;
     constexpr int64_t kBuckets = int64_t(1) << kDigitBits;
     Scratch<Key> key_scratch(n);
     Scratch<int32_t> value_scratch(n);
