@@ -634,8 +634,9 @@ class LevelPacker {
 
   // Sorts (keys, values) whose keys' bits above `low_bits` never decrease: each run of equal
   // high bits by its low bits (stable LSD radix sort, 8 bits a pass: a run's 256 destinations
-  // stay in L1 where 2048 did not; 2-D blocks of 20M uniform entries 218 -> 195-205 ms). False, sorting nothing,
-  // when the runs are too few to share among the threads or too short to sort this way.
+  // stay in L1 where 2048 did not; 2-D blocks of 20M uniform entries 218 -> 195-205 ms). False,
+  // sorting nothing, when the runs are too few to share among the threads or too short to sort this
+  // way.
   template <class Key>
   bool SortRunsOfLeadingKey(Scratch<Key>& keys, Scratch<int32_t>& values, int low_bits) const {
     const int64_t n = n_;
@@ -781,8 +782,10 @@ class LevelPacker {
     Level level;
     level.kind = kCompressedLevel;
     level.extent = extents_[l];
-    const bool every_entry = l + 1 < static_cast<int>(layout_.levels.size()) &&
-                             layout_.levels[l + 1].kind == kSingletonLevel;
+    // Every entry starts a position above a singleton level, and at the leaf: the entries are
+    // distinct, so no two share a parent and a leaf coordinate.
+    const int levels = static_cast<int>(layout_.levels.size());
+    const bool every_entry = l + 1 == levels || layout_.levels[l + 1].kind == kSingletonLevel;
     std::vector<int64_t> starts(threads_ + 1, 0);
     Scratch<int32_t> crd;
     const int32_t* parent_of = position_.data();
