@@ -126,15 +126,19 @@ class KernelRunner {
   // ordering does not apply to it.
   struct Reordering {
     std::shared_ptr<const MatrixOrdering> ordering;
-    // Rows only: the rows renumbered, the entries where they are; else a renumbered copy.
-    std::shared_ptr<const RenumberedRows> rows;
+    // Rows and columns: a renumbered copy. Rows only: SELL takes the rows in their new order as
+    // it packs them; other formats pack the rows renumbered, the entries where they are, made
+    // when one first needs them.
     std::shared_ptr<const CooTensor> tensor;
-    double ms = 0;  // computing the ordering and renumbering the entries
+    std::shared_ptr<const RenumberedRows> rows;
+    double ms = 0;       // computing the ordering (and the renumbered copy)
+    double rows_ms = 0;  // renumbering the rows, once made
   };
-  // Packs the operand, renumbered when `reordering` is not null.
-  PackOutcome PackOperand(const Reordering* reordering, const StorageFormat& format,
-                          const PackOptions& pack_options) const;
-  const Reordering* ReorderingFor(OrderingKind kind, std::string* refusal);
+  // Packs the operand, renumbered when `reordering` is not null; *renumbering_ms: the time
+  // spent renumbering the entries for this format (0 when it needed none or found them made).
+  PackOutcome PackOperand(Reordering* reordering, const StorageFormat& format,
+                          const PackOptions& pack_options, double* renumbering_ms) const;
+  Reordering* ReorderingFor(OrderingKind kind, std::string* refusal);
   // Computes the ordering and renumbers the operand by it, timed; `kind` must apply.
   Reordering Renumber(OrderingKind kind) const;
   bool Verify(const ValueBuffer& output, const PackedTensor& packed, int output_levels,

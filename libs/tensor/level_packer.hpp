@@ -117,6 +117,18 @@ inline int ThreadsFor(int64_t n) {
   return static_cast<int>(std::clamp<int64_t>(n / 65536, 1, MaxThreads()));
 }
 
+// Of a matrix's entries in canonical order: each row's first entry (rows + 1 offsets), found
+// where the row changes, in parallel; rows without entries start at the next row's first.
+inline std::vector<int64_t> RowStarts(int64_t rows, int64_t nnz, const int32_t* row_of) {
+  std::vector<int64_t> start(rows + 1, nnz);
+#pragma omp parallel for schedule(static) num_threads(ThreadsFor(nnz))
+  for (int64_t e = 0; e < nnz; ++e) {
+    if (e > 0 && row_of[e] == row_of[e - 1]) continue;
+    for (int64_t r = e == 0 ? 0 : row_of[e - 1] + 1; r <= row_of[e]; ++r) start[r] = e;
+  }
+  return start;
+}
+
 // std::allocator whose resize() leaves new elements uninitialized (default-initialized): the
 // packer writes every array it sizes right away, and clearing it first costs a pass over memory
 // as large as the matrix (the library's BulkAllocator does the same, and more).
@@ -181,6 +193,22 @@ class LevelPacker {
         mode_coords_(coords),
         canonical_(canonical) {}
 
+  // Whether a layout packs rows taken in a new order (TakeRowsInOrder): a sliced level whose
+  // lanes are the rows' last level (SELL: i1:U k:S i0:U), where each row fills one lane.
+  static bool PacksRowsInOrder(const Layout& layout) {
+    const std::vector<LevelLayout>& l = layout.levels;
+    return layout.split.size() == 2 && l.size() == 3 && l[0].mode == 0 && l[0].part == kOuterPart &&
+           l[0].kind == kDenseLevel && l[1].mode == 1 && l[1].part == kWholeMode &&
+           l[1].kind == kSlicedLevel && l[1].group == 1 && l[2].mode == 0 &&
+           l[2].part == kInnerPart && l[2].kind == kDenseLevel;
+  }
+  // Packs the rows in a new order, row r of the format being given row old_of_new[r] (borrowed
+  // for the packer's life), straight from entries in canonical order: no renumbered copy of
+  // them, which costs more than the packing itself (12 bytes an entry, written to fresh
+  // memory). Entries keep their indices, so their values and positions follow them. Only for
+  // layouts that PacksRowsInOrder; Run refuses others.
+  void TakeRowsInOrder(const int32_t* old_of_new) { rows_in_order_ = old_of_new; }
+
   // Builds every level; false when the format does not apply (Refusal() says why).
   bool Run() {
     if (n_ > kMaxPositions) {
@@ -199,6 +227,7 @@ class LevelPacker {
       const int64_t split = layout_.split[layout_.levels[l].mode];
       if (split > 0 && (split & (split - 1)) == 0) split_shift_[l] = BitsFor(split);
     }
+    if (rows_in_order_) return PackSlicesOfRowsInOrder();
     SortEntries();
     position_.resize(n_);
     next_.resize(n_);
@@ -1144,6 +1173,88 @@ class LevelPacker {
     return AddLevel(std::move(lane_level));
   }
 
+  // PackDense and PackSlicedLanesLast of SELL with the rows taken in the order
+  // TakeRowsInOrder gave: each row's run is its given row's entries, read where they are
+  // (canonical, so in column order), and each entry's position is kept at its own index (no
+  // order: Entry(r) is r). Padding as PackSlicedLanesLast pads.
+  bool PackSlicesOfRowsInOrder() {
+    if (!PacksRowsInOrder(layout_) || canonical_ || options_.record_after_levels > 0)
+      return Refuse("rows in a new order pack only into SELL, from entries in canonical order");
+    const int64_t rows = layout_.dims[0], slices = extents_[0], lanes = extents_[2];
+    const int32_t* col_of = mode_coords_[1];
+    const std::vector<int64_t> start = RowStarts(rows, n_, mode_coords_[0]);
+    const int32_t* given = rows_in_order_;
+    auto count_of = [&](int64_t r) {
+      return r < rows ? start[given[r] + 1] - start[given[r]] : int64_t(0);
+    };
+    if (double(slices) > cap_) return Refuse("level 0 would hold more positions than the cap");
+    Level top;
+    top.kind = kDenseLevel;
+    top.extent = slices;
+    top.positions = slices;
+    AddLevel(std::move(top));
+    Level level;
+    level.kind = kSlicedLevel;
+    level.extent = extents_[1];
+    // Each row's start is a jump in memory (rows in a new order): fetched a few slices ahead.
+    constexpr int64_t kSlicesAhead = 4;
+    auto fetch_starts = [&](int64_t p) {
+      for (int64_t r = p * lanes; r < std::min(rows, (p + 1) * lanes); ++r)
+        __builtin_prefetch(&start[given[r]]);
+    };
+    level.pos.resize(slices + 1);
+    level.pos[0] = 0;
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t p = 0; p < slices; ++p) {
+      if (p + kSlicesAhead < slices) fetch_starts(p + kSlicesAhead);
+      int64_t longest = 0;
+      for (int64_t c = 0; c < lanes; ++c) longest = std::max(longest, count_of(p * lanes + c));
+      level.pos[p + 1] = static_cast<int32_t>(longest);
+    }
+    for (int64_t p = 0; p < slices; ++p) {
+      if (double(level.pos[p]) + level.pos[p + 1] > double(kMaxPositions))
+        return Refuse("the sliced level would pass 32-bit positions");
+      level.pos[p + 1] += level.pos[p];
+    }
+    level.positions = level.pos[slices];
+    Level lane_level;
+    if (!LanesOf(level, 1, lanes, &lane_level)) return false;
+    level.crd.resize(lane_level.positions * sizeof(int32_t));
+    int32_t* const crd = reinterpret_cast<int32_t*>(level.crd.data());
+    position_.resize(n_);
+    // Rows sorted by length make the first slices the longest: small chunks, taken as they come.
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads_)
+    for (int64_t p = 0; p < slices; ++p) {
+      if (p + 2 * kSlicesAhead < slices) fetch_starts(p + 2 * kSlicesAhead);
+      if (p + kSlicesAhead < slices) {
+        for (int64_t r = (p + kSlicesAhead) * lanes;
+             r < std::min(rows, (p + kSlicesAhead + 1) * lanes); ++r)
+          __builtin_prefetch(col_of + start[given[r]]);
+      }
+      const int64_t from = level.pos[p], to = level.pos[p + 1];
+      int32_t least = std::numeric_limits<int32_t>::max();
+      for (int64_t c = 0; c < lanes; ++c) {
+        if (count_of(p * lanes + c) > 0)
+          least = std::min(least, col_of[start[given[p * lanes + c]]]);
+      }
+      if (least == std::numeric_limits<int32_t>::max()) least = 0;
+      for (int64_t c = 0; c < lanes; ++c) {
+        const int64_t r = p * lanes + c, count = count_of(r);
+        const int64_t first = r < rows ? start[given[r]] : 0;
+        for (int64_t k = 0; k < count; ++k) {
+          const int64_t leaf = (from + k) * lanes + c;
+          crd[leaf] = col_of[first + k];
+          position_[first + k] = static_cast<int32_t>(leaf);
+        }
+        const int32_t last = count > 0 ? col_of[first + count - 1] : least;
+        for (int64_t q = from + count; q < to; ++q) crd[q * lanes + c] = last;
+      }
+    }
+    if (!StoreCoordinates(level, 1, crd, lane_level.positions, lanes)) return false;
+    levels_.push_back(std::move(level));
+    return AddLevel(std::move(lane_level));
+  }
+
   // Levels below a sliced level's lanes are built in position order: sorts the entries by
   // position (stable, so entries sharing one keep their order below it).
   void SortByPosition(int64_t positions) {
@@ -1313,6 +1424,7 @@ class LevelPacker {
   Scratch<int32_t> perm_;           // the entry at each sorted rank, when sorted here
   const int32_t* order_ = nullptr;  // perm_'s data, canonical_, or null for the identity
   std::vector<Scratch<int32_t>> ranked_coords_;  // per mode, by rank when order_ is set
+  const int32_t* rows_in_order_ = nullptr;       // TakeRowsInOrder's old_of_new
   Scratch<int32_t> entry_rank_;       // per entry, its sorted rank, when SortByOneKey sorted them
   bool leaf_at_rank_ = false;         // every entry's leaf position is its rank (entry_rank_ set)
   Scratch<int32_t> position_, next_;  // per sorted rank: the position at the current level
@@ -1450,18 +1562,6 @@ template <template <class> class Allocator = std::allocator>
 struct RowRenumberedEntries {
   std::vector<int32_t, Allocator<int32_t>> rows, cols, entry;
 };
-
-// Of a matrix's entries in canonical order: each row's first entry (rows + 1 offsets), found
-// where the row changes, in parallel; rows without entries start at the next row's first.
-inline std::vector<int64_t> RowStarts(int64_t rows, int64_t nnz, const int32_t* row_of) {
-  std::vector<int64_t> start(rows + 1, nnz);
-#pragma omp parallel for schedule(static) num_threads(ThreadsFor(nnz))
-  for (int64_t e = 0; e < nnz; ++e) {
-    if (e > 0 && row_of[e] == row_of[e - 1]) continue;
-    for (int64_t r = e == 0 ? 0 : row_of[e - 1] + 1; r <= row_of[e]; ++r) start[r] = e;
-  }
-  return start;
-}
 
 // The row starts once row r is old row old_of_new[r] (null: the identity).
 inline std::vector<int64_t> RenumberedRowStarts(const std::vector<int64_t>& old_start,

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "base/elapsed.hpp"
+#include "base/errors.hpp"
 #include "tensor/level_packer.hpp"
 
 namespace sparsetune {
@@ -57,8 +58,13 @@ RenumberedRows RenumberRows(const CooTensor& matrix, const MatrixOrdering& order
   return out;
 }
 
-PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
-                 const PackOptions& options, const RenumberedRows* renumbered) {
+namespace {
+
+// Packs the entries (coords, values at source[source_entry[e]] or source[e]) into the format;
+// with `old_of_new`, the rows taken in that order (LevelPacker::TakeRowsInOrder).
+PackOutcome PackEntries(const CooTensor& t, const StorageFormat& f, DType dtype,
+                        const PackOptions& options, std::vector<const int32_t*> coords,
+                        const int32_t* source_entry, const int32_t* old_of_new) {
   const auto start = std::chrono::steady_clock::now();
   PackOutcome outcome;
   if (std::string reason = f.Check(t.dims); !reason.empty()) {
@@ -69,12 +75,9 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
   packer::Options packer_options;
   packer_options.padding_cap = options.padding_cap;
   packer_options.choose_encodings = options.narrow_coordinates;
-  std::vector<const int32_t*> coords;
-  for (const auto& mode : t.coords) coords.push_back(mode.data());
-  if (renumbered) coords = {renumbered->rows.data(), renumbered->cols.data()};
-  const int32_t* source_entry = renumbered ? renumbered->entry.data() : nullptr;
   packer::LevelPacker<BulkAllocator, ScratchAllocator> levels(layout, packer_options, t.nnz(),
                                                               coords.data());
+  if (old_of_new) levels.TakeRowsInOrder(old_of_new);
   if (!levels.Run()) {
     outcome.refusal = levels.Refusal();
     return outcome;
@@ -112,6 +115,32 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
   packed->pack_ms = MsSince(start);
   outcome.packed = std::move(packed);
   return outcome;
+}
+
+}  // namespace
+
+PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
+                 const PackOptions& options, const RenumberedRows* renumbered) {
+  std::vector<const int32_t*> coords;
+  for (const auto& mode : t.coords) coords.push_back(mode.data());
+  if (renumbered) coords = {renumbered->rows.data(), renumbered->cols.data()};
+  return PackEntries(t, f, dtype, options, coords, renumbered ? renumbered->entry.data() : nullptr,
+                     nullptr);
+}
+
+bool PacksRowsInOrder(const StorageFormat& f) {
+  return f.levels.size() == 3 && f.split.size() == 2 &&
+         packer::LevelPacker<>::PacksRowsInOrder(PackerLayout(f, {0, 0}));
+}
+
+PackOutcome PackRowsInOrder(const CooTensor& matrix, const StorageFormat& f, DType dtype,
+                            const PackOptions& options, const MatrixOrdering& ordering) {
+  if (!PacksRowsInOrder(f) || matrix.order() != 2 || !ordering.cols.empty()) {
+    throw InternalError("PackRowsInOrder: a rows-only ordering of a matrix, into SELL");
+  }
+  if (ordering.old_rows.empty()) return Pack(matrix, f, dtype, options);  // the identity
+  return PackEntries(matrix, f, dtype, options, {matrix.coords[0].data(), matrix.coords[1].data()},
+                     nullptr, ordering.old_rows.data());
 }
 
 namespace {

@@ -126,6 +126,14 @@ RenumberedRows RenumberRows(const CooTensor& matrix, const MatrixOrdering& order
 PackOutcome Pack(const CooTensor& tensor, const StorageFormat& format, DType dtype,
                  const PackOptions& options = {}, const RenumberedRows* renumbered = nullptr);
 
+// Whether PackRowsInOrder packs this format: SELL (i1:U k:S i0:U), whose rows each fill a lane.
+bool PacksRowsInOrder(const StorageFormat& format);
+// Pack of a canonical matrix with its rows renumbered by a rows-only ordering, taken in their
+// new order as they are packed, with no renumbered copy (RenumberRows) first: the same arrays.
+// For formats that PacksRowsInOrder.
+PackOutcome PackRowsInOrder(const CooTensor& matrix, const StorageFormat& format, DType dtype,
+                            const PackOptions& options, const MatrixOrdering& ordering);
+
 // Calls visit(position, mode_coordinates) for every position of level `depth - 1` (depth 0: the
 // single root position) whose coordinates lie inside the tensor; modes with no level among the
 // first `depth` levels read 0.

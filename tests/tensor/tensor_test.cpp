@@ -334,6 +334,70 @@ TEST(Pack, RenumberedRowsPackAsTheRenumberedCopy) {
   }
 }
 
+// SELL takes the renumbered rows straight from the canonical entries, one lane each, with no
+// renumbered copy: the same arrays as the copy's, with any number of threads, also with empty
+// rows and a last slice that the rows do not fill.
+TEST(Pack, SellTakesRenumberedRowsInOrder) {
+  CooTensor t;
+  t.Reset({20003, 7000});  // entries enough for several threads
+  std::mt19937_64 rng(7);
+  for (int32_t r = 0; r < 20003; ++r) {
+    const int32_t count = r % 11 == 0 ? 0 : int32_t(rng() % (r % 7 == 0 ? 90 : 9));
+    std::set<int32_t> cols;
+    while (int32_t(cols.size()) < count) cols.insert(int32_t(rng() % 7000));
+    for (int32_t c : cols) {
+      const int32_t at[2] = {r, c};
+      t.Append(at, 1.0 + double(rng() % 13));
+    }
+  }
+  t.Canonicalize();
+  // Rows by decreasing length, as the row-degree ordering puts them.
+  std::vector<int64_t> length(t.dims[0], 0);
+  for (int64_t e = 0; e < t.nnz(); ++e) ++length[t.coords[0][e]];
+  MatrixOrdering ordering;
+  ordering.old_rows.resize(t.dims[0]);
+  std::iota(ordering.old_rows.begin(), ordering.old_rows.end(), 0);
+  std::stable_sort(ordering.old_rows.begin(), ordering.old_rows.end(),
+                   [&](int32_t a, int32_t b) { return length[a] > length[b]; });
+  ordering.rows.resize(t.dims[0]);
+  for (int32_t r = 0; r < int32_t(t.dims[0]); ++r) ordering.rows[ordering.old_rows[r]] = r;
+  const CooTensor copy = PermuteMatrix(t, ordering);
+  StorageFormat sell16 = Sell();
+  sell16.split = {16, 1};
+  EXPECT_FALSE(PacksRowsInOrder(StorageFormat::Csr()));
+  EXPECT_FALSE(PacksRowsInOrder(BlockedSell()));
+  const int saved_threads = omp_get_max_threads();
+  for (const StorageFormat& f : {Sell(), sell16}) {
+    ASSERT_TRUE(PacksRowsInOrder(f));
+    for (bool narrow : {true, false}) {
+      PackOptions options;
+      options.narrow_coordinates = narrow;
+      const PackOutcome expected = Pack(copy, f, DType::kF64, options);
+      ASSERT_TRUE(expected.packed) << expected.refusal;
+      for (int threads : {1, 2, 4}) {
+        SCOPED_TRACE(f.Describe({"i", "k"}) + (narrow ? " narrow, " : ", ") +
+                     std::to_string(threads) + " threads");
+        omp_set_num_threads(threads);
+        const PackOutcome got = PackRowsInOrder(t, f, DType::kF64, options, ordering);
+        omp_set_num_threads(saved_threads);
+        ASSERT_TRUE(got.packed) << got.refusal;
+        ASSERT_EQ(got.packed->levels.size(), expected.packed->levels.size());
+        for (size_t l = 0; l < got.packed->levels.size(); ++l) {
+          const PackedLevel &a = got.packed->levels[l], &b = expected.packed->levels[l];
+          EXPECT_EQ(a.kind, b.kind) << "level " << l;
+          EXPECT_EQ(a.extent, b.extent) << "level " << l;
+          EXPECT_EQ(a.positions, b.positions) << "level " << l;
+          EXPECT_EQ(a.pos, b.pos) << "level " << l;
+          EXPECT_EQ(a.encoding.Describe(), b.encoding.Describe()) << "level " << l;
+          EXPECT_EQ(a.crd_bytes, b.crd_bytes) << "level " << l;
+          EXPECT_EQ(a.base, b.base) << "level " << l;
+        }
+        EXPECT_EQ(got.packed->values_f64, expected.packed->values_f64);
+      }
+    }
+  }
+}
+
 // 2-D blocks sort the entries by block column within each block row: large enough, each block
 // row is sorted on its own, a row of blocks per thread. The packing holds exactly the entries,
 // with any number of threads.
