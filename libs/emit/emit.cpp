@@ -572,12 +572,18 @@ std::string PackCooText(const EmittedKernel& k) {
     << "  const int32_t* source_entry = nullptr;  // set when the entries were copied in order\n";
   const bool rows_copied = k.ordered() && prefix == 0;
   if (rows_copied) {
-    c << "  // Rows renumbered, columns kept, entries given in order: copied row by row into the\n"
-      << "  // renumbered order (no sort), the values read where they are.\n"
+    c << "  // Rows renumbered, columns kept, entries given in order: SELL takes each row where "
+         "it\n"
+      << "  // is, in the new order; other formats copy them row by row into the renumbered order\n"
+      << "  // (no sort), the values read where they are.\n"
+      << "  const bool rows_taken = rows_in_order && "
+         "st_level_packer::PacksRowsInOrder(st_layout(dims));\n"
       << "  sparsetune::packer::RowRenumberedEntries<sparsetune::packer::DefaultInitAllocator> "
          "in_order;\n"
       << "  const int32_t* in_order_coords[2] = {nullptr, nullptr};\n"
-      << "  if (rows_in_order) {\n"
+      << "  if (rows_taken) {\n"
+      << "    packed_coords = coords;\n"
+      << "  } else if (rows_in_order) {\n"
       << "    in_order = sparsetune::packer::RenumberRowEntries<"
          "sparsetune::packer::DefaultInitAllocator>(\n"
       << "        dims[0], nnz, coords[0], coords[1], a->old_of_new[0].data());\n"
@@ -597,9 +603,11 @@ std::string PackCooText(const EmittedKernel& k) {
     << "  options.encodings = {" << List(encodings)
     << "};  // the widths the kernel was tuned with\n";
   if (prefix > 0) c << "  options.record_after_levels = " << k.output_levels << ";\n";
+  const std::string take_rows =
+      rows_copied ? "  if (rows_taken) packer->TakeRowsInOrder(a->old_of_new[0].data());\n" : "";
   c << "  auto packer =\n"
     << "      std::make_unique<st_level_packer>(layout, options, nnz, packed_coords, ranked);\n"
-    << "  bool packed = packer->Run();\n";
+    << take_rows << "  bool packed = packer->Run();\n";
   if (k.wide_variant) {
     c << "  sparsetune::packer::Options wide = options;\n"
       << "  wide.encodings.clear();  // 32-bit absolute coordinates at every level\n"
@@ -608,7 +616,7 @@ std::string PackCooText(const EmittedKernel& k) {
          "them.\n"
       << "    packer =\n"
       << "        std::make_unique<st_level_packer>(layout, wide, nnz, packed_coords, ranked);\n"
-      << "    packed = packer->Run();\n"
+      << (take_rows.empty() ? "" : "  " + take_rows) << "    packed = packer->Run();\n"
       << "    a->wide = true;\n"
       << "  }\n";
   }
