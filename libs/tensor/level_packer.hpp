@@ -112,6 +112,40 @@ inline void ForEachSlice(int slices, Body body) {
   for (int slice = ThreadNumber(); slice < slices; slice += TeamSize()) body(slice);
 }
 
+// A stable parallel counting sort of n entries, split into `threads` contiguous slices: each
+// thread counts its slice's keys (key(e) in [0, buckets)), then places each of its entries
+// (place(e, slot)), the slots running bucket by bucket and, within one, thread by thread.
+template <class Key, class Place>
+inline void CountingSort(int64_t n, int threads, int64_t buckets, Key key, Place place) {
+  std::vector<int64_t> counts(static_cast<size_t>(threads) * buckets, 0);
+#pragma omp parallel num_threads(threads)
+  {
+    ForEachSlice(threads, [&](int t) {
+      const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+      int64_t* mine = counts.data() + static_cast<size_t>(t) * buckets;
+      for (int64_t e = lo; e < hi; ++e) ++mine[key(e)];
+    });
+#pragma omp barrier
+#pragma omp single
+    {
+      int64_t running = 0;
+      for (int64_t b = 0; b < buckets; ++b) {
+        for (int u = 0; u < threads; ++u) {
+          int64_t& c = counts[static_cast<size_t>(u) * buckets + b];
+          const int64_t here = c;
+          c = running;
+          running += here;
+        }
+      }
+    }
+    ForEachSlice(threads, [&](int t) {
+      const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+      int64_t* mine = counts.data() + static_cast<size_t>(t) * buckets;
+      for (int64_t e = lo; e < hi; ++e) place(e, mine[key(e)]++);
+    });
+  }
+}
+
 // Threads worth starting for n elements of simple work.
 inline int ThreadsFor(int64_t n) {
   return static_cast<int>(std::clamp<int64_t>(n / 65536, 1, MaxThreads()));
@@ -469,35 +503,10 @@ class LevelPacker {
 #endif
       return;
     }
-    const int threads = ThreadsFor(n);
-    std::vector<int32_t> counts(static_cast<size_t>(threads) * extent, 0);
     scratch.resize(n);
-#pragma omp parallel num_threads(threads)
-    {
-      ForEachSlice(threads, [&](int t) {
-        const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-        int32_t* mine = counts.data() + static_cast<size_t>(t) * extent;
-        for (int64_t r = lo; r < hi; ++r) ++mine[key[perm[r]]];
-      });
-#pragma omp barrier
-#pragma omp single
-      {
-        int32_t running = 0;
-        for (int64_t k = 0; k < extent; ++k) {
-          for (int u = 0; u < threads; ++u) {
-            int32_t& c = counts[static_cast<size_t>(u) * extent + k];
-            const int32_t here = c;
-            c = running;
-            running += here;
-          }
-        }
-      }
-      ForEachSlice(threads, [&](int t) {
-        const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-        int32_t* mine = counts.data() + static_cast<size_t>(t) * extent;
-        for (int64_t r = lo; r < hi; ++r) scratch[mine[key[perm[r]]]++] = perm[r];
-      });
-    }
+    CountingSort(
+        n, ThreadsFor(n), extent, [&](int64_t r) { return key[perm[r]]; },
+        [&](int64_t r, int64_t at) { scratch[at] = perm[r]; });
     perm.swap(scratch);
   }
 
@@ -557,39 +566,13 @@ class LevelPacker {
       ranked_coords_[m].resize(n_);
       ranked[m] = ranked_coords_[m].data();
     }
-    const int threads = threads_;
-    std::vector<int64_t> counts(static_cast<size_t>(threads) * extent, 0);
-#pragma omp parallel num_threads(threads)
-    {
-      ForEachSlice(threads, [&](int t) {
-        const int64_t lo = n_ * t / threads, hi = n_ * (t + 1) / threads;
-        int64_t* mine = counts.data() + static_cast<size_t>(t) * extent;
-        for (int64_t e = lo; e < hi; ++e) ++mine[PartOf(part, key_mode[e], split, shift)];
-      });
-#pragma omp barrier
-#pragma omp single
-      {
-        int64_t running = 0;
-        for (int64_t k = 0; k < extent; ++k) {
-          for (int u = 0; u < threads; ++u) {
-            int64_t& c = counts[static_cast<size_t>(u) * extent + k];
-            const int64_t here = c;
-            c = running;
-            running += here;
-          }
-        }
-      }
-      ForEachSlice(threads, [&](int t) {
-        const int64_t lo = n_ * t / threads, hi = n_ * (t + 1) / threads;
-        int64_t* mine = counts.data() + static_cast<size_t>(t) * extent;
-        for (int64_t e = lo; e < hi; ++e) {
-          const int64_t at = mine[PartOf(part, key_mode[e], split, shift)]++;
+    CountingSort(
+        n_, threads_, extent, [&](int64_t e) { return PartOf(part, key_mode[e], split, shift); },
+        [&](int64_t e, int64_t at) {
           perm_[at] = static_cast<int32_t>(e);
           entry_rank_[e] = static_cast<int32_t>(at);
           for (int m = 0; m < modes; ++m) ranked[m][at] = mode_coords_[m][e];
-        }
-      });
-    }
+        });
     order_ = perm_.data();
   }
 
@@ -739,39 +722,13 @@ class LevelPacker {
     const int threads = threads_;
     Scratch<Key> key_scratch(n);
     Scratch<int32_t> value_scratch(n);
-    std::vector<int64_t> counts(static_cast<size_t>(threads) * kBuckets);
     for (int shift = 0; shift < bits; shift += kDigitBits) {
-      std::fill(counts.begin(), counts.end(), 0);
-#pragma omp parallel num_threads(threads)
-      {
-        ForEachSlice(threads, [&](int t) {
-          const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-          int64_t* mine = counts.data() + static_cast<size_t>(t) * kBuckets;
-          for (int64_t r = lo; r < hi; ++r) ++mine[(keys[r] >> shift) & (kBuckets - 1)];
-        });
-#pragma omp barrier
-#pragma omp single
-        {
-          int64_t running = 0;
-          for (int64_t b = 0; b < kBuckets; ++b) {
-            for (int u = 0; u < threads; ++u) {
-              int64_t& c = counts[static_cast<size_t>(u) * kBuckets + b];
-              const int64_t here = c;
-              c = running;
-              running += here;
-            }
-          }
-        }
-        ForEachSlice(threads, [&](int t) {
-          const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
-          int64_t* mine = counts.data() + static_cast<size_t>(t) * kBuckets;
-          for (int64_t r = lo; r < hi; ++r) {
-            const int64_t at = mine[(keys[r] >> shift) & (kBuckets - 1)]++;
+      CountingSort(
+          n, threads, kBuckets, [&](int64_t r) { return (keys[r] >> shift) & (kBuckets - 1); },
+          [&](int64_t r, int64_t at) {
             key_scratch[at] = keys[r];
             value_scratch[at] = values[r];
-          }
-        });
-      }
+          });
       keys.swap(key_scratch);
       values.swap(value_scratch);
     }
