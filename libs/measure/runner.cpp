@@ -101,8 +101,8 @@ PackOutcome KernelRunner::PackOperand(Reordering* reordering, const StorageForma
     reordering->rows =
         std::make_shared<const RenumberedRows>(RenumberRows(sparse_, *reordering->ordering));
     reordering->rows_ms = MsSince(start);
-    *renumbering_ms = reordering->rows_ms;
   }
+  *renumbering_ms = reordering->rows_ms;
   return Pack(sparse_, format, dtype_, pack_options, reordering->rows.get());
 }
 
@@ -116,19 +116,18 @@ std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& f
   if (format.ordering != OrderingKind::kNone) {
     reordering = ReorderingFor(format.ordering, refusal);
     if (!reordering) return nullptr;
-    // A format that packs the renumbered rows (not SELL) counts their making too.
-    *ordering_ms =
-        reordering->ms + (reordering->tensor || PacksRowsInOrder(format) ? 0 : reordering->rows_ms);
   }
   for (auto& entry : packs_) {
     if (entry.key == key) {
       *pack_ms = entry.packed->pack_ms;
+      *ordering_ms = entry.ordering_ms;
       return entry.packed;
     }
   }
   double renumbering_ms = 0;
   PackOutcome outcome = PackOperand(reordering, format, pack_options, &renumbering_ms);
-  if (renumbering_ms > 0) *ordering_ms = reordering->ms + renumbering_ms;
+  // A format that packs the renumbered rows (not SELL) counts their making too.
+  *ordering_ms = reordering ? reordering->ms + renumbering_ms : 0;
   if (!outcome.packed) {
     *refusal = outcome.refusal;
     return nullptr;
@@ -137,7 +136,8 @@ std::shared_ptr<const PackedTensor> KernelRunner::PackFor(const StorageFormat& f
   *pack_ms = outcome.packed->pack_ms;
   constexpr size_t kKeep = 3;
   if (packs_.size() >= kKeep) packs_.erase(packs_.begin());
-  packs_.push_back({key, std::shared_ptr<const PackedTensor>(std::move(outcome.packed))});
+  packs_.push_back(
+      {key, std::shared_ptr<const PackedTensor>(std::move(outcome.packed)), *ordering_ms});
   return packs_.back().packed;
 }
 

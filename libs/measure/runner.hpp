@@ -134,8 +134,8 @@ class KernelRunner {
     double ms = 0;       // computing the ordering (and the renumbered copy)
     double rows_ms = 0;  // renumbering the rows, once made
   };
-  // Packs the operand, renumbered when `reordering` is not null; *renumbering_ms: the time
-  // spent renumbering the entries for this format (0 when it needed none or found them made).
+  // Packs the operand, renumbered when `reordering` is not null; *renumbering_ms: the time the
+  // renumbered rows this packing read took to make (0 when it read none).
   PackOutcome PackOperand(Reordering* reordering, const StorageFormat& format,
                           const PackOptions& pack_options, double* renumbering_ms) const;
   Reordering* ReorderingFor(OrderingKind kind, std::string* refusal);
@@ -155,6 +155,7 @@ class KernelRunner {
   struct PackEntry {
     std::string key;
     std::shared_ptr<const PackedTensor> packed;
+    double ordering_ms = 0;  // the ordering and any renumbering this packing needed
   };
   std::vector<PackEntry> packs_;
   std::vector<std::pair<OrderingKind, Reordering>> reorderings_;

@@ -1032,6 +1032,23 @@ class LevelPacker {
     return true;
   }
 
+  // Fills slots [count(c), to - from) of each lane c of the slice at slots [from, to): each lane
+  // repeats its last coordinate, an empty lane the smallest of the slice (which some lane's
+  // first slot holds), so the padding stays inside the slice's span.
+  template <class Count>
+  static void PadSlice(int32_t* crd, int64_t from, int64_t to, int64_t lanes, Count count) {
+    int32_t least = std::numeric_limits<int32_t>::max();
+    for (int64_t c = 0; c < lanes; ++c) {
+      if (count(c) > 0) least = std::min(least, crd[from * lanes + c]);
+    }
+    if (least == std::numeric_limits<int32_t>::max()) least = 0;
+    for (int64_t c = 0; c < lanes; ++c) {
+      const int64_t n = count(c);
+      const int32_t last = n > 0 ? crd[(from + n - 1) * lanes + c] : least;
+      for (int64_t q = from + n; q < to; ++q) crd[q * lanes + c] = last;
+    }
+  }
+
   // PackSliced when the lanes are the last level. Entries are sorted by parent, lane, then
   // coordinate and distinct, so a run of one (parent, lane) holds that lane's coordinates in
   // slot order: the run lengths size the slices, then each run is written where it goes, with
@@ -1108,21 +1125,10 @@ class LevelPacker {
         }
       });
 #pragma omp barrier
-      // Padding repeats the lane's last coordinate (or, for an empty lane, the smallest of the
-      // slice, which some lane's first slot holds), so it stays inside the slice's span.
 #pragma omp for schedule(static)
       for (int64_t p = 0; p < parents; ++p) {
-        const int64_t from = level.pos[p], to = level.pos[p + 1];
-        int32_t least = std::numeric_limits<int32_t>::max();
-        for (int64_t c_lane = 0; c_lane < lanes; ++c_lane) {
-          if (length[p * lanes + c_lane] > 0) least = std::min(least, crd[from * lanes + c_lane]);
-        }
-        if (least == std::numeric_limits<int32_t>::max()) least = 0;
-        for (int64_t c_lane = 0; c_lane < lanes; ++c_lane) {
-          const int64_t count = length[p * lanes + c_lane];
-          const int32_t last = count > 0 ? crd[(from + count - 1) * lanes + c_lane] : least;
-          for (int64_t q = from + count; q < to; ++q) crd[q * lanes + c_lane] = last;
-        }
+        PadSlice(crd, level.pos[p], level.pos[p + 1], lanes,
+                 [&](int64_t c_lane) { return int64_t(length[p * lanes + c_lane]); });
       }
     }
     if (!StoreCoordinates(level, l, crd, lane_level.positions, lanes)) return false;
@@ -1133,7 +1139,7 @@ class LevelPacker {
   // PackDense and PackSlicedLanesLast of SELL with the rows taken in the order
   // TakeRowsInOrder gave: each row's run is its given row's entries, read where they are
   // (canonical, so in column order), and each entry's position is kept at its own index (no
-  // order: Entry(r) is r). Padding as PackSlicedLanesLast pads.
+  // order: Entry(r) is r).
   bool PackSlicesOfRowsInOrder() {
     if (!PacksRowsInOrder(layout_) || canonical_ || options_.record_after_levels > 0)
       return Refuse("rows in a new order pack only into SELL, from entries in canonical order");
@@ -1188,13 +1194,7 @@ class LevelPacker {
              r < std::min(rows, (p + kSlicesAhead + 1) * lanes); ++r)
           __builtin_prefetch(col_of + start[given[r]]);
       }
-      const int64_t from = level.pos[p], to = level.pos[p + 1];
-      int32_t least = std::numeric_limits<int32_t>::max();
-      for (int64_t c = 0; c < lanes; ++c) {
-        if (count_of(p * lanes + c) > 0)
-          least = std::min(least, col_of[start[given[p * lanes + c]]]);
-      }
-      if (least == std::numeric_limits<int32_t>::max()) least = 0;
+      const int64_t from = level.pos[p];
       for (int64_t c = 0; c < lanes; ++c) {
         const int64_t r = p * lanes + c, count = count_of(r);
         const int64_t first = r < rows ? start[given[r]] : 0;
@@ -1203,9 +1203,9 @@ class LevelPacker {
           crd[leaf] = col_of[first + k];
           position_[first + k] = static_cast<int32_t>(leaf);
         }
-        const int32_t last = count > 0 ? col_of[first + count - 1] : least;
-        for (int64_t q = from + count; q < to; ++q) crd[q * lanes + c] = last;
       }
+      PadSlice(crd, from, level.pos[p + 1], lanes,
+               [&](int64_t c) { return count_of(p * lanes + c); });
     }
     if (!StoreCoordinates(level, 1, crd, lane_level.positions, lanes)) return false;
     levels_.push_back(std::move(level));

@@ -129,8 +129,7 @@ PackOutcome Pack(const CooTensor& t, const StorageFormat& f, DType dtype,
 }
 
 bool PacksRowsInOrder(const StorageFormat& f) {
-  return f.levels.size() == 3 && f.split.size() == 2 &&
-         packer::LevelPacker<>::PacksRowsInOrder(PackerLayout(f, {0, 0}));
+  return packer::LevelPacker<>::PacksRowsInOrder(PackerLayout(f, {0, 0}));
 }
 
 PackOutcome PackRowsInOrder(const CooTensor& matrix, const StorageFormat& f, DType dtype,

@@ -124,10 +124,10 @@ struct FormatCase {
   StorageFormat format;
 };
 
-// i1:U k:S i0:U, 8 rows a slice (SELL-8).
-StorageFormat Sell() {
+// i1:U k:S i0:U, `lanes` rows a slice (SELL-8 by default).
+StorageFormat Sell(int64_t lanes = 8) {
   StorageFormat f;
-  f.split = {8, 1};
+  f.split = {lanes, 1};
   f.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
               {1, SplitPart::kWhole, LevelKind::kSliced},
               {0, SplitPart::kInner, LevelKind::kDense}};
@@ -362,12 +362,10 @@ TEST(Pack, SellTakesRenumberedRowsInOrder) {
   ordering.rows.resize(t.dims[0]);
   for (int32_t r = 0; r < int32_t(t.dims[0]); ++r) ordering.rows[ordering.old_rows[r]] = r;
   const CooTensor copy = PermuteMatrix(t, ordering);
-  StorageFormat sell16 = Sell();
-  sell16.split = {16, 1};
   EXPECT_FALSE(PacksRowsInOrder(StorageFormat::Csr()));
   EXPECT_FALSE(PacksRowsInOrder(BlockedSell()));
   const int saved_threads = omp_get_max_threads();
-  for (const StorageFormat& f : {Sell(), sell16}) {
+  for (const StorageFormat& f : {Sell(8), Sell(16)}) {
     ASSERT_TRUE(PacksRowsInOrder(f));
     for (bool narrow : {true, false}) {
       PackOptions options;
