@@ -298,6 +298,22 @@ TEST(Pack, LargeTensorsPackTheSameWithOneThreadOrFour) {
   }
 }
 
+// Every level's arrays and the values, byte for byte.
+void ExpectSameArrays(const PackedTensor& got, const PackedTensor& expected) {
+  ASSERT_EQ(got.levels.size(), expected.levels.size());
+  for (size_t l = 0; l < got.levels.size(); ++l) {
+    const PackedLevel &a = got.levels[l], &b = expected.levels[l];
+    EXPECT_EQ(a.kind, b.kind) << "level " << l;
+    EXPECT_EQ(a.extent, b.extent) << "level " << l;
+    EXPECT_EQ(a.positions, b.positions) << "level " << l;
+    EXPECT_EQ(a.pos, b.pos) << "level " << l;
+    EXPECT_EQ(a.encoding.Describe(), b.encoding.Describe()) << "level " << l;
+    EXPECT_EQ(a.crd_bytes, b.crd_bytes) << "level " << l;
+    EXPECT_EQ(a.base, b.base) << "level " << l;
+  }
+  EXPECT_EQ(got.values_f64, expected.values_f64);
+}
+
 // Rows renumbered without a copy of the entries pack into the same arrays as the renumbered
 // copy does, whatever the format: rows whole (CSR, grouped), sliced with the lanes last or not,
 // or sorted by columns first.
@@ -322,15 +338,7 @@ TEST(Pack, RenumberedRowsPackAsTheRenumberedCopy) {
     const PackOutcome expected = Pack(copy, f, DType::kF64);
     const PackOutcome got = Pack(t, f, DType::kF64, PackOptions{}, &renumbered);
     ASSERT_TRUE(expected.packed && got.packed);
-    ASSERT_EQ(got.packed->levels.size(), expected.packed->levels.size());
-    for (size_t l = 0; l < got.packed->levels.size(); ++l) {
-      const PackedLevel &a = got.packed->levels[l], &b = expected.packed->levels[l];
-      EXPECT_EQ(a.positions, b.positions) << "level " << l;
-      EXPECT_EQ(a.pos, b.pos) << "level " << l;
-      EXPECT_EQ(a.crd_bytes, b.crd_bytes) << "level " << l;
-      EXPECT_EQ(a.base, b.base) << "level " << l;
-    }
-    EXPECT_EQ(got.packed->values_f64, expected.packed->values_f64);
+    ExpectSameArrays(*got.packed, *expected.packed);
   }
 }
 
@@ -379,18 +387,7 @@ TEST(Pack, SellTakesRenumberedRowsInOrder) {
         const PackOutcome got = PackRowsInOrder(t, f, DType::kF64, options, ordering);
         omp_set_num_threads(saved_threads);
         ASSERT_TRUE(got.packed) << got.refusal;
-        ASSERT_EQ(got.packed->levels.size(), expected.packed->levels.size());
-        for (size_t l = 0; l < got.packed->levels.size(); ++l) {
-          const PackedLevel &a = got.packed->levels[l], &b = expected.packed->levels[l];
-          EXPECT_EQ(a.kind, b.kind) << "level " << l;
-          EXPECT_EQ(a.extent, b.extent) << "level " << l;
-          EXPECT_EQ(a.positions, b.positions) << "level " << l;
-          EXPECT_EQ(a.pos, b.pos) << "level " << l;
-          EXPECT_EQ(a.encoding.Describe(), b.encoding.Describe()) << "level " << l;
-          EXPECT_EQ(a.crd_bytes, b.crd_bytes) << "level " << l;
-          EXPECT_EQ(a.base, b.base) << "level " << l;
-        }
-        EXPECT_EQ(got.packed->values_f64, expected.packed->values_f64);
+        ExpectSameArrays(*got.packed, *expected.packed);
       }
     }
   }
