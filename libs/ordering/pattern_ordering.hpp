@@ -3,7 +3,8 @@
 // carries this file verbatim: a kernel renumbers a user's matrix exactly as tune did the one it
 // was tuned on.
 //
-// Self-contained on purpose: C++17 and its standard library, no other include. Reverse
+// Self-contained on purpose: C++17 and its standard library (and omp.h under OpenMP), no other
+// include. Reverse
 // Cuthill-McKee and the degree ordering are computed here; the orderings that need METIS or
 // igraph (partition, community) are passed in as a function of the graph of A + A^T.
 #ifndef SPARSETUNE_ORDERING_PATTERN_ORDERING_HPP
@@ -13,6 +14,9 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace sparsetune {
 namespace pattern_ordering {
@@ -144,12 +148,57 @@ inline std::vector<int32_t> ReverseCuthillMcKee(const Adjacency& g) {
   return Inverse(order);
 }
 
+// Nonzeros per row, and per column too when `and_columns` (the symmetric degree), of nnz
+// (row, column) pairs. The increments land at random rows, so each thread counts its share of
+// the entries into its own array and the arrays are summed; one thread when the arrays would
+// cost more than the entries. A row's count is at most the columns, a row and column's at most
+// twice the 2^31 - 1 of a coordinate: 32 bits hold both.
+inline std::vector<uint32_t> Degrees(int64_t n, int64_t nnz, const int32_t* r, const int32_t* c,
+                                     bool and_columns) {
+  std::vector<uint32_t> degree(n, 0);
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  if (threads < 2 || nnz < 4 * n || nnz < (int64_t{1} << 16)) {
+    for (int64_t e = 0; e < nnz; ++e) {
+      ++degree[r[e]];
+      if (and_columns) ++degree[c[e]];
+    }
+    return degree;
+  }
+  std::vector<std::vector<uint32_t>> partial(threads);
+#pragma omp parallel num_threads(threads)
+  {
+    int me = 0, team = 1;
+#ifdef _OPENMP
+    me = omp_get_thread_num();
+    team = omp_get_num_threads();
+#endif
+    std::vector<uint32_t>& mine = partial[me];
+    mine.assign(n, 0);
+    const int64_t first = nnz * me / team, last = nnz * (me + 1) / team;
+    for (int64_t e = first; e < last; ++e) {
+      ++mine[r[e]];
+      if (and_columns) ++mine[c[e]];
+    }
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (int64_t v = 0; v < n; ++v) {
+      uint32_t sum = 0;
+      for (int t = 0; t < team; ++t) sum += partial[t][v];
+      degree[v] = sum;
+    }
+  }
+  return degree;
+}
+
 // Rows by decreasing degree, ties in their original order (new_of_old): a counting sort.
-inline std::vector<int32_t> ByDecreasingDegree(const std::vector<int64_t>& degree) {
+inline std::vector<int32_t> ByDecreasingDegree(const std::vector<uint32_t>& degree) {
   int64_t max_degree = 0;
-  for (int64_t d : degree) max_degree = std::max(max_degree, d);
+  for (uint32_t d : degree) max_degree = std::max<int64_t>(max_degree, d);
   std::vector<int64_t> first(max_degree + 2, 0);  // first new index per degree, highest first
-  for (int64_t d : degree) ++first[max_degree - d + 1];
+  for (uint32_t d : degree) ++first[max_degree - d + 1];
   for (int64_t k = 0; k <= max_degree; ++k) first[k + 1] += first[k];
   std::vector<int32_t> new_of_old(degree.size());
   for (size_t v = 0; v < degree.size(); ++v)
@@ -181,18 +230,11 @@ bool OrderMatrix(int kind, int64_t rows, int64_t cols, int64_t nnz, const int32_
   if (kind == kRowDegreeOrdering) {
     // The rows by their own nonzeros; the columns keep their numbering, so the kernel reads
     // its dense inputs where the caller put them.
-    std::vector<int64_t> degree(rows, 0);
-    for (int64_t e = 0; e < nnz; ++e) ++degree[r[e]];
-    *new_rows = ByDecreasingDegree(degree);
+    *new_rows = ByDecreasingDegree(Degrees(rows, nnz, r, c, /*and_columns=*/false));
     return true;
   }
   if (kind == kDegreeOrdering) {
-    std::vector<int64_t> degree(rows, 0);
-    for (int64_t e = 0; e < nnz; ++e) {
-      ++degree[r[e]];
-      if (square) ++degree[c[e]];
-    }
-    *new_rows = ByDecreasingDegree(degree);
+    *new_rows = ByDecreasingDegree(Degrees(rows, nnz, r, c, /*and_columns=*/square));
   } else {
     Adjacency g;
     if (!Symmetrized(rows, nnz, r, c, &g, refusal)) return false;

@@ -178,6 +178,37 @@ TEST(Ordering, RowDegreeSortsTheRowsByTheirOwnNonzerosAndLeavesTheColumns) {
   EXPECT_EQ(OrderingRefusal(testing::RandomSparse({40, 90}, 300, 6), OrderingKind::kRowDegree), "");
 }
 
+// Large enough (at least 2^16 entries, 4 a row) that each
+// thread counts its share of the entries: the permutations are those of one serial count,
+// rows by decreasing degree with ties in their original order.
+TEST(Ordering, DegreeOrderingsOfALargePatternCountEveryEntryOnce) {
+  const int64_t n = 5000;
+  CooTensor t = testing::RandomSparse({n, n}, 150000, 11);
+  // A few hubs, so that the degrees are far from uniform.
+  for (int32_t hub : {17, 2500, 4999}) {
+    for (int32_t k = 0; k < n; k += 3) {
+      const int32_t rc[2] = {hub, k};
+      t.Append(rc, 1.0);
+    }
+  }
+  t.Canonicalize();
+  for (bool symmetric : {false, true}) {
+    SCOPED_TRACE(symmetric ? "degree" : "row-degree");
+    std::vector<int64_t> degree(n, 0);
+    for (int64_t e = 0; e < t.nnz(); ++e) {
+      ++degree[t.coords[0][e]];
+      if (symmetric) ++degree[t.coords[1][e]];
+    }
+    std::vector<int32_t> old_of_new(n);
+    std::iota(old_of_new.begin(), old_of_new.end(), 0);
+    std::stable_sort(old_of_new.begin(), old_of_new.end(),
+                     [&](int32_t a, int32_t b) { return degree[a] > degree[b]; });
+    const MatrixOrdering o =
+        ComputeOrdering(t, symmetric ? OrderingKind::kDegree : OrderingKind::kRowDegree);
+    EXPECT_EQ(o.rows, pattern_ordering::Inverse(old_of_new));
+  }
+}
+
 TEST(Ordering, PartitionsAndCommunitiesGatherPlantedGroups) {
   // 8 groups of 4096 vertices (METIS parts hold 4096), dense inside, 20 edges between groups;
   // labels scrambled. A good ordering puts each group in a contiguous run.
