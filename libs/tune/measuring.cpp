@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
@@ -154,29 +155,42 @@ bool MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& co
   return true;
 }
 
-// The final round (FinalRound). Its times replace the first round's for the schedules it
-// measures again, so the winner is chosen among times taken side by side.
+// The final round (FinalRound), timed in options.final_contests contests, each packing its
+// schedules afresh in another order. Each finalist's median contest replaces its first-round
+// time, so the winner is chosen among times taken side by side, and a schedule that is fast in
+// one packing and slow in the next (bimodal on stencils: 6.8 or 9.4 ms) is judged by its
+// typical time, not its luckiest.
 void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
                        const ContestObserver& observer, const MeasuringOptions& options,
                        const TuneProgress& progress, Measured& m) {
   const std::vector<TuneCandidate> final_round = FinalRound(
       m.candidates, m.results, runner.sparse(), OrderingsToTry(runner, options.orderings), 3, 2);
   if (final_round.size() <= 1) return;
-  if (progress.stage) progress.stage("final round");
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Schedule> second;
-  for (const auto& c : final_round) second.push_back(c.schedule);
-  ContestOptions round_two = contest;
-  round_two.timed_in_full.clear();  // its indices were the first round's
-  const std::vector<RunResult> again = MeasureTogether(runner, second, jit, round_two, observer);
+  std::vector<Schedule> schedules;
+  for (const auto& c : final_round) schedules.push_back(c.schedule);
+  const int contests = std::max(1, options.final_contests);
+  std::vector<std::vector<RunResult>> per_finalist(final_round.size());
+  for (int k = 0; k < contests; ++k) {
+    if (progress.stage)
+      progress.stage(contests > 1 ? "final round, contest " + std::to_string(k + 1) + " of " +
+                                        std::to_string(contests)
+                                  : std::string("final round"));
+    ContestOptions round = contest;
+    round.timed_in_full.clear();  // its indices were the first round's
+    round.seed = contest.seed + 1 + static_cast<uint64_t>(k);
+    const std::vector<RunResult> again = MeasureTogether(runner, schedules, jit, round, observer);
+    for (size_t o = 0; o < final_round.size(); ++o) per_finalist[o].push_back(again[o]);
+  }
   for (size_t o = 0; o < final_round.size(); ++o) {
+    const RunResult typical = MedianContest(per_finalist[o]);
     auto same = std::find_if(m.candidates.begin(), m.candidates.end(),
                              [&](const TuneCandidate& c) { return c.json == final_round[o].json; });
     if (same != m.candidates.end()) {
-      m.results[same - m.candidates.begin()] = again[o];
+      m.results[same - m.candidates.begin()] = typical;
     } else {
       m.candidates.push_back(final_round[o]);
-      m.results.insert(m.results.end() - 1, again[o]);  // the FixedCSR repeat stays last
+      m.results.insert(m.results.end() - 1, typical);  // the FixedCSR repeat stays last
     }
   }
   m.stage_ms["final"] = MsSince(start);
@@ -247,6 +261,19 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
     }
   }
   return out;
+}
+
+RunResult MedianContest(const std::vector<RunResult>& contests) {
+  if (contests.empty()) throw std::invalid_argument("MedianContest: no contests");
+  for (const RunResult& r : contests) {
+    if (!r.ok()) return r;
+  }
+  std::vector<const RunResult*> sorted;
+  for (const RunResult& r : contests) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](const RunResult* a, const RunResult* b) {
+    return a->time.median_ms < b->time.median_ms;
+  });
+  return *sorted[sorted.size() / 2];
 }
 
 int FastestCandidate(const Measured& m) {

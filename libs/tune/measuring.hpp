@@ -74,7 +74,14 @@ struct MeasuringOptions {
                                            const std::vector<RunResult>&)>
       second_round;
   int second_round_steps = 1;  // each step's schedules drawn from the results of all before it
+  // Contests of the final round, each packing afresh; a finalist's median one counts.
+  int final_contests = 3;
 };
+
+// A schedule's result over several contests: the one with the median time (the slower middle
+// of an even count), or the first that did not run (a schedule that timed out once is not
+// trusted to run).
+RunResult MedianContest(const std::vector<RunResult>& contests);
 
 // Two timings of identical code (FixedCSR measured twice in one contest) that differ by more
 // than `relative_limit` of the faster one and by `excess_ms` say the machine was busy, whatever

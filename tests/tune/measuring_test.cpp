@@ -1,6 +1,9 @@
 // Two timings of identical code tell whether a contest's times can be trusted: tune and collect
-// measure FixedCSR twice and compare. The final round re-times the best of the first.
+// measure FixedCSR twice and compare. The final round re-times the best of the first, in
+// several contests, and counts each finalist's median one.
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 #include "ir/kernels.hpp"
 #include "tune/measuring.hpp"
@@ -92,6 +95,26 @@ TEST(FinalRound, WithoutOrderingsTheBestAreStillTimedAgain) {
   const std::vector<TuneCandidate> final_round = FinalRound(candidates, results, matrix, {}, 3, 1);
   ASSERT_EQ(final_round.size(), 3u);  // the best three; the best unordered is among them
   EXPECT_EQ(final_round[0].json, candidates.back().json);
+}
+
+TEST(FinalRound, AFinalistCountsItsMedianContest) {
+  // Fast in one packing, slow in two: judged slow, with that contest's whole result.
+  std::vector<RunResult> contests = {Timed(9.4), Timed(6.8), Timed(9.3)};
+  contests[2].pack_ms = 3.0;
+  const RunResult typical = MedianContest(contests);
+  EXPECT_DOUBLE_EQ(typical.time.median_ms, 9.3);
+  EXPECT_DOUBLE_EQ(typical.pack_ms, 3.0);
+  // Of two, the slower counts: one lucky contest does not make a winner.
+  EXPECT_DOUBLE_EQ(MedianContest({Timed(6.8), Timed(9.4)}).time.median_ms, 9.4);
+  EXPECT_DOUBLE_EQ(MedianContest({Timed(5.0)}).time.median_ms, 5.0);
+}
+
+TEST(FinalRound, AFinalistThatTimedOutInAnyContestIsNotTrusted) {
+  RunResult timed_out = Timed(50.0);
+  timed_out.status = RunStatus::kTimedOut;
+  const RunResult typical = MedianContest({Timed(1.0), timed_out, Timed(1.1)});
+  EXPECT_EQ(typical.status, RunStatus::kTimedOut);
+  EXPECT_THROW(MedianContest({}), std::invalid_argument);
 }
 
 }  // namespace
