@@ -125,7 +125,7 @@ if in_sets graphs; then
 fi
 
 # bench --csv's columns, the first named for the suite's matrix instead of the file.
-echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags,threads,disturbed" > "$csv"
+echo "matrix,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,flop_probe_gflops,flop_share,version,flags,threads,disturbed,contest_ms" > "$csv"
 for entry in "${suite[@]}"; do
   IFS='|' read -r name file nnz <<< "$entry"
   [ -f "$file" ] || { echo "bench_suite.sh: missing $file; skipped" >&2; continue; }

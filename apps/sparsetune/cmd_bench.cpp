@@ -1,8 +1,10 @@
 // sparsetune bench: sparsetune's kernels beside what a user would otherwise call or write
 // (Eigen and textbook kernels compiled with the generated kernels' flags, librsb,
 // SuiteSparse:GraphBLAS on its in-place paths, PyTorch), on the same operands, layouts and
-// threads, each verified, all timed together in shuffled rounds; a bandwidth and a FLOP-rate
-// probe say how far each is from the machine's limits.
+// threads, each verified, all timed together in shuffled rounds; in several contests, each
+// preparing every contender afresh, whose median counts for each (one packing or thread
+// placement can be lucky); a bandwidth and a FLOP-rate probe say how far each is from the
+// machine's limits.
 #include <omp.h>
 #include <unistd.h>
 
@@ -48,6 +50,9 @@ struct BenchOptions {
   bool libraries = true;
   std::string db;
   double min_ms = 300;
+  // Each contest prepares every contender afresh (a packing lands on other pages, the threads
+  // perhaps on other cores) and times them together; each contender's median contest counts.
+  int contests = 3;
   bool json = false;
   bool csv = false;
   bool threads_given = false;  // --threads was on the command line (even --threads 0)
@@ -108,7 +113,7 @@ double Flops(const std::string& kernel, const CooTensor& t, const IndexSizes& si
 // The columns of --csv, its first line.
 constexpr const char* kCsvHeader =
     "file,kernel,nnz,contender,kind,verified,time_ms,effective_gbs,prepare_ms,probe_gbs,gflops,"
-    "flop_probe_gflops,flop_share,version,flags,threads,disturbed";
+    "flop_probe_gflops,flop_share,version,flags,threads,disturbed,contest_ms";
 
 // "1.2 MB", "32 MB".
 std::string FormatBytes(double bytes) {
@@ -164,7 +169,8 @@ struct Contender {
   // sparsetune's schedules from the database or a file: the thread count they name, which
   // they run with unless --threads overrides it (-1: not such a schedule).
   int stored_threads = -1;
-  TimingResult time;
+  TimingResult time;               // of its median contest
+  std::vector<double> contest_ms;  // each contest's median, in the order they ran
 };
 
 bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, std::string* why) {
@@ -437,7 +443,7 @@ class ContenderPreparation {
 // Times the verified contenders together in shuffled rounds; returns the timing's disturbance
 // check (timed again while disturbed; see TimingOptions).
 TimingResult TimeContenders(const std::vector<std::unique_ptr<Contender>>& contenders,
-                            double min_ms, BenchProgress& progress) {
+                            double min_ms, uint64_t seed, BenchProgress& progress) {
   PinOpenMpThreads();
   std::vector<std::function<void()>> runs;
   std::vector<Contender*> timed;
@@ -455,12 +461,56 @@ TimingResult TimeContenders(const std::vector<std::unique_ptr<Contender>>& conte
   // made (`reps`), instead of costing minutes. The factor is far above what a scheduling
   // hiccup in a fast contender's first run does.
   timing.drop_slower_than = 1000;
-  constexpr int kRounds = 7;
-  progress.Step("timing " + std::to_string(runs.size()) + " verified contenders together (" +
-                std::to_string(kRounds) + " shuffled rounds)");
-  const std::vector<TimingResult> times = TimeInterleaved(runs, timing, kRounds);
+  progress.Step("timing " + std::to_string(runs.size()) +
+                " verified contenders together in shuffled rounds");
+  const std::vector<TimingResult> times = TimeInterleaved(runs, timing, seed);
   for (size_t t = 0; t < timed.size(); ++t) timed[t]->time = times[t];
   return times.empty() ? TimingResult() : times.front();
+}
+
+// Each contender's contests as one: its median contest's time (a contender that failed in any
+// contest is not verified, with that contest's message), the median of its preparation times
+// and every contest's median time. The disturbance check is the worst contest's, the threads'
+// round trip the median contest's.
+std::vector<std::unique_ptr<Contender>> MergeContests(
+    std::vector<std::vector<std::unique_ptr<Contender>>>& contests,
+    const std::vector<TimingResult>& checks, TimingResult* check) {
+  std::vector<std::unique_ptr<Contender>> merged;
+  for (size_t i = 0; i < contests.front().size(); ++i) {
+    std::vector<double> times, prepare, ordering;
+    std::unique_ptr<Contender>* failed = nullptr;
+    for (auto& contest : contests) {
+      Contender& c = *contest[i];
+      if (!c.verified) {
+        if (!failed) failed = &contest[i];
+        continue;
+      }
+      times.push_back(c.time.median_ms);
+      prepare.push_back(c.prepare_ms);
+      ordering.push_back(c.ordering_ms);
+    }
+    std::unique_ptr<Contender> one =
+        failed ? std::move(*failed) : std::move(contests[MedianContestIndex(times)][i]);
+    one->call = nullptr;  // its kernel was freed with its contest
+    one->contest_ms = times;
+    if (!failed) {
+      one->prepare_ms = prepare[MedianContestIndex(prepare)];
+      one->ordering_ms = ordering[MedianContestIndex(ordering)];
+    }
+    merged.push_back(std::move(one));
+  }
+  std::vector<double> round_trips;
+  for (const TimingResult& t : checks) round_trips.push_back(t.round_trip_ns);
+  *check = checks[MedianContestIndex(round_trips)];
+  check->attempts = 0;
+  for (const TimingResult& t : checks) {
+    check->attempts += t.attempts;
+    if (t.disturbed && !check->disturbed) {
+      check->disturbed = true;
+      check->disturbance = t.disturbance;
+    }
+  }
+  return merged;
 }
 
 // What the report of a bench reads: the operand, the probes, the contenders' times and the best
@@ -477,6 +527,7 @@ struct BenchReport {
   double bytes = 0;  // the least bytes a call must move
   double flops = 0;
   TimingResult timing_check;
+  std::vector<double> contest_round_trip_ns;  // the threads' round trip in each contest
   const std::vector<std::unique_ptr<Contender>>* contenders = nullptr;  // FixedCSR first
   const Contender* best_library = nullptr;
   const Contender* best_hand = nullptr;
@@ -527,6 +578,8 @@ nlohmann::json ReportJson(const BenchReport& r) {
   out["disturbance"] = r.timing_check.disturbance;
   out["timing_attempts"] = r.timing_check.attempts;
   out["thread_round_trip_ns"] = r.timing_check.round_trip_ns;
+  out["contests"] = r.contest_round_trip_ns.size();
+  out["contest_round_trip_ns"] = r.contest_round_trip_ns;
   out["effective_bytes"] = r.bytes;
   out["llc_bytes"] = r.llc_bytes;
   out["flops"] = r.flops;
@@ -544,6 +597,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
       j["min_ms"] = c->time.min_ms;
       j["max_ms"] = c->time.max_ms;
       j["reps"] = c->time.reps;
+      j["contest_ms"] = c->contest_ms;
       // Per call with the operand's preparation (ordering and packing, or the library's
       // conversion) spread over 100 calls.
       j["end_to_end_100_ms"] = c->time.median_ms + c->prepare_ms / 100;
@@ -582,14 +636,20 @@ nlohmann::json ReportJson(const BenchReport& r) {
 void PrintCsv(const BenchReport& r) {
   std::printf("%s\n", kCsvHeader);
   for (const auto& c : *r.contenders) {
-    std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%d,%s\n",
+    std::string contest_ms;
+    for (double t : c->contest_ms) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%s%.6g", contest_ms.empty() ? "" : ";", t);
+      contest_ms += text;
+    }
+    std::printf("%s,%s,%lld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%d,%s,%s\n",
                 CsvField(r.o->file).c_str(), r.k->name.c_str(), (long long)r.tensor->nnz(),
                 CsvField(c->name).c_str(), c->kind.c_str(), c->verified ? "true" : "false",
                 c->verified ? c->time.median_ms : 0.0, c->verified ? r.gbs(*c) : 0.0, c->prepare_ms,
                 r.probe, c->verified ? r.gflops(*c) : 0.0, r.flop_probe.gflops,
                 c->verified ? r.gflops(*c) / r.flop_probe.gflops : 0.0,
                 CsvField(c->version).c_str(), CsvField(c->flags).c_str(), c->threads,
-                r.timing_check.disturbed ? "true" : "false");
+                r.timing_check.disturbed ? "true" : "false", contest_ms.c_str());
   }
 }
 
@@ -692,13 +752,22 @@ void PrintTable(const BenchReport& r) {
     std::printf("\n");
     if (!c->method.empty()) std::printf("      %s\n", c->method.c_str());
   }
+  const size_t contests = r.contest_round_trip_ns.size();
+  std::printf(
+      "  contests   %zu: each prepared every contender afresh and timed them together; a "
+      "contender's times are from its median contest\n",
+      contests);
   std::printf("  machine    %s%s (timed %d times)\n",
               r.timing_check.disturbed ? "disturbed, these times are not to be trusted: " : "quiet",
               r.timing_check.disturbance.c_str(), r.timing_check.attempts);
   // Where the threads ran: kernels that share written data between threads depend on it.
-  if (r.timing_check.round_trip_ns > 0)
-    std::printf("  threads    a cache line's round trip between two of them: %.0f ns\n",
-                r.timing_check.round_trip_ns);
+  if (r.timing_check.round_trip_ns > 0) {
+    std::string each;
+    for (double ns : r.contest_round_trip_ns)
+      each += (each.empty() ? "" : ", ") + std::to_string(std::lround(ns));
+    std::printf("  threads    a cache line's round trip between two of them: %s ns%s\n",
+                each.c_str(), contests > 1 ? " (by contest)" : "");
+  }
 }
 
 void RunBench(const BenchOptions& o) {
@@ -717,33 +786,41 @@ void RunBench(const BenchOptions& o) {
 
   const std::vector<NamedSchedule> schedules =
       ScheduleContenders(k, tensor, sizes, o, operand.given);
-  std::vector<std::unique_ptr<Baseline>> libraries;
-  if (o.libraries) {
-    BaselineOperands operands;
-    operands.kernel = k.name;
-    operands.expression = &k.expression;
-    operands.sparse = &tensor;
-    operands.inputs = &runner.inputs();
-    operands.sizes = sizes;
-    operands.dtype = k.dtype;
-    operands.threads = threads;
-    operands.jit = &jit;
-    libraries = MakeBaselines(operands);
+  BaselineOperands operands;
+  operands.kernel = k.name;
+  operands.expression = &k.expression;
+  operands.sparse = &tensor;
+  operands.inputs = &runner.inputs();
+  operands.sizes = sizes;
+  operands.dtype = k.dtype;
+  operands.threads = threads;
+  operands.jit = &jit;
+  std::vector<std::unique_ptr<Baseline>> libraries;  // each contest's own
+  if (o.libraries) libraries = MakeBaselines(operands);
+
+  // Progress on stderr: each contender as it is prepared (packed, compiled, verified), each
+  // contest's timing, the probes.
+  const size_t count = schedules.size() + libraries.size();
+  BenchProgress progress(int64_t(o.contests * (count + 1) + 1));
+  std::vector<std::vector<std::unique_ptr<Contender>>> contests;
+  std::vector<TimingResult> checks;
+  for (int contest = 0; contest < o.contests; ++contest) {
+    // Everything is prepared anew, the libraries' matrices too, and freed before the next.
+    if (contest > 0 && o.libraries) libraries = MakeBaselines(operands);
+    MemoryGuard memory(tensor, runner, libraries.size());
+    ContenderPreparation preparation(runner, memory, progress, count);
+    preparation.Schedules(schedules, /*leading=*/true, threads, o.threads_given, jit_flags);
+    preparation.Libraries(libraries, threads);
+    preparation.Schedules(schedules, /*leading=*/false, threads, o.threads_given, jit_flags);
+    // Only verified contenders are timed, all together.
+    checks.push_back(TimeContenders(preparation.contenders(), o.min_ms, contest + 1, progress));
+    contests.push_back(std::move(preparation.contenders()));
+    libraries.clear();
   }
-
-  // Progress on stderr: each contender as it is prepared (packed, compiled, verified), the
-  // timing, the probes.
-  BenchProgress progress(int64_t(schedules.size() + libraries.size() + 2));
-  MemoryGuard memory(tensor, runner, libraries.size());
-  ContenderPreparation preparation(runner, memory, progress, schedules.size() + libraries.size());
-  preparation.Schedules(schedules, /*leading=*/true, threads, o.threads_given, jit_flags);
-  preparation.Libraries(libraries, threads);
-  preparation.Schedules(schedules, /*leading=*/false, threads, o.threads_given, jit_flags);
-  std::vector<std::unique_ptr<Contender>>& contenders = preparation.contenders();
-
-  // Only verified contenders are timed, all together.
   BenchReport report;
-  report.timing_check = TimeContenders(contenders, o.min_ms, progress);
+  const std::vector<std::unique_ptr<Contender>> contenders =
+      MergeContests(contests, checks, &report.timing_check);
+  for (const TimingResult& t : checks) report.contest_round_trip_ns.push_back(t.round_trip_ns);
   progress.Step("probing the memory bandwidth and the FLOP rate");
   report.probe = BandwidthProbeGbs(threads);
   report.flop_probe = MeasureFlopRate(jit, k.dtype, threads);
@@ -790,13 +867,19 @@ void RegisterBench(CLI::App& app, Context& context) {
   AddDatabaseOption(sub, o->db);
   sub->add_option("--min-ms", o->min_ms, "Timed rounds last at least this long per contender")
       ->capture_default_str();
+  sub->add_option("--contests", o->contests,
+                  "Contests: each prepares every contender afresh and times them together; a "
+                  "contender's median contest counts")
+      ->check(CLI::Range(1, 25))
+      ->capture_default_str();
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->add_flag("--csv", o->csv,
                 "One line per contender: file, kernel, nnz, contender, kind (sparsetune, library "
                 "or hand), verified, time_ms, effective_gbs, prepare_ms, probe_gbs, gflops, "
                 "flop_probe_gflops, flop_share, version, flags, threads, disturbed (other "
                 "processes held the cores, or the threads moved between near and far cores, "
-                "while timing), after a header line "
+                "while timing), contest_ms (each contest's median, separated by semicolons), "
+                "after a header line "
                 "(commas in file, contender, version and flags become semicolons)");
   sub->callback([o, sub] {
     o->threads_given = sub->count("--threads") > 0;

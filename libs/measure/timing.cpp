@@ -11,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -363,6 +364,15 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
 std::string TimingDisturbance(const std::vector<std::vector<double>>& samples,
                               const ProbeLog& probe, const TimingOptions& options) {
   return Disturbance(samples, probe, options);
+}
+
+size_t MedianContestIndex(const std::vector<double>& contest_ms) {
+  if (contest_ms.empty()) throw std::invalid_argument("MedianContestIndex: no contests");
+  std::vector<size_t> order(contest_ms.size());
+  for (size_t c = 0; c < order.size(); ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return contest_ms[a] < contest_ms[b]; });
+  return order[order.size() / 2];
 }
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {

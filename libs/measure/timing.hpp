@@ -69,6 +69,11 @@ struct TimingResult {
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
 
+// Which of several contests of one contender counts: the index of the median time, the slower
+// middle of an even count (an unlucky packing or thread placement then counts over a lucky
+// one). Throws std::invalid_argument when there are none.
+size_t MedianContestIndex(const std::vector<double>& contest_ms);
+
 // Times several contenders fairly: each is warmed up the same way, then the timed runs go in
 // rounds, every round giving each remaining contender one turn in a fresh shuffled order, so a
 // contender never profits from running after another (a faster clock, a quieter moment) more

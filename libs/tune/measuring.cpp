@@ -265,15 +265,12 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
 
 RunResult MedianContest(const std::vector<RunResult>& contests) {
   if (contests.empty()) throw std::invalid_argument("MedianContest: no contests");
+  std::vector<double> times;
   for (const RunResult& r : contests) {
     if (!r.ok()) return r;
+    times.push_back(r.time.median_ms);
   }
-  std::vector<const RunResult*> sorted;
-  for (const RunResult& r : contests) sorted.push_back(&r);
-  std::sort(sorted.begin(), sorted.end(), [](const RunResult* a, const RunResult* b) {
-    return a->time.median_ms < b->time.median_ms;
-  });
-  return *sorted[sorted.size() / 2];
+  return contests[MedianContestIndex(times)];
 }
 
 int FastestCandidate(const Measured& m) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "base/threads.hpp"
@@ -37,6 +38,13 @@ TimingOptions Counts(int warmup, int min_reps, int max_reps) {
   o.disturbance_retries = 0;
   o.settle_ms = 0;
   return o;
+}
+
+TEST(MedianContestIndex, TheMiddleTimeCountsAndTheSlowerMiddleOfAnEvenCount) {
+  EXPECT_EQ(MedianContestIndex({5.0}), 0u);
+  EXPECT_EQ(MedianContestIndex({3.0, 1.0, 2.0}), 2u);
+  EXPECT_EQ(MedianContestIndex({1.0, 9.0, 4.0, 2.0}), 2u);  // 4, not 2: an unlucky one counts
+  EXPECT_THROW(MedianContestIndex({}), std::invalid_argument);
 }
 
 TEST(TimeRepeated, MakesTheWarmUpAndTimedRunsAskedFor) {
