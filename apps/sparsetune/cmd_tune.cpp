@@ -154,6 +154,10 @@ void PrintReport(const TuneReport& r, bool explain) {
   } else if (!r.from_db) {
     std::printf("  machine     quiet%s\n", r.measure_attempts > 1 ? " after measuring again" : "");
   }
+  // Where the threads ran decides between some close schedules; a later run may see the other.
+  if (r.thread_round_trip_ns > 0)
+    std::printf("  threads     a cache line's round trip between two of them: %.0f ns\n",
+                r.thread_round_trip_ns);
   std::printf("  tune        %.2f s\n", r.tune_ms / 1000);
   for (const auto& path : r.emitted_files) std::printf("  emitted     %s\n", path.c_str());
   if (explain) {

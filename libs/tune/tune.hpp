@@ -79,6 +79,10 @@ struct TuneReport {
   bool disturbed = false;
   std::string disturbance;
   int measure_attempts = 1;
+  // A cache line's round trip between two of the threads while the winner was timed (0: one
+  // thread, or from the database): where the threads ran, which can rank schedules that share
+  // data between threads differently from another placement.
+  double thread_round_trip_ns = 0;
   double tune_ms = 0;
   std::vector<TuneCandidateResult> candidates;
   std::map<std::string, double> stage_ms;

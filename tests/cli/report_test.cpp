@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <thread>
 
 #include "cli_support.hpp"
 
@@ -32,6 +33,13 @@ TEST(Report, TuneCountsCandidatesByOutcomeAndExplainsItself) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\n  time        [0-9.]+ (us|ms|s)   FixedCSR")))
       << r.out;
   EXPECT_NE(r.out.find("\n  noise       "), std::string::npos) << r.out;
+  // Where the threads ran while the winner was timed: it can decide between close schedules.
+  if (std::thread::hardware_concurrency() > 1) {
+    EXPECT_TRUE(std::regex_search(
+        r.out, std::regex("\n  threads     a cache line's round trip between two of them: "
+                          "[1-9][0-9]* ns\n")))
+        << r.out;
+  }
   EXPECT_NE(r.out.find("(--explain: how to read this report)"), std::string::npos) << r.out;
 
   std::vector<std::string> explained = tune;
