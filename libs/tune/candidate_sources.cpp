@@ -166,18 +166,19 @@ std::optional<std::vector<TuneCandidate>> ModelTopKSource::Propose(
   stage_ms_["model_embed"] = MsSince(embed_start);
   auto waco = WacoTemplate::ForKernel(context.kernel);
   const auto& set = model->schedule_set();
-  std::vector<SuperSchedule> taken;
+  // Kernels an earlier source proposed, as they run here: points of the set that differ only in
+  // what the schedule's canonical form drops (a balanced partition's chunk) or in how they name
+  // every thread are the same kernel.
+  std::set<std::string> taken;
   if (context.proposed) {
-    for (const TuneCandidate& c : *context.proposed) {
-      if (auto point = waco->FromSchedule(c.schedule, nullptr)) taken.push_back(*point);
-    }
+    for (const TuneCandidate& c : *context.proposed) taken.insert(KernelJsonHere(c.schedule));
   }
   const auto search_start = std::chrono::steady_clock::now();
   const auto ranked = index->Search(
       embedding, top_k_,
       [&](size_t s) {
-        return std::find(taken.begin(), taken.end(), set[s]) == taken.end() &&
-               waco->CheckMember(set[s], context.sizes).empty();
+        return waco->CheckMember(set[s], context.sizes).empty() &&
+               !taken.count(KernelJsonHere(waco->ToSchedule(set[s])));
       },
       &evaluations_);
   stage_ms_["model_search"] = MsSince(search_start);

@@ -10,11 +10,26 @@
 
 namespace sparsetune {
 
+std::string KernelJsonHere(const Schedule& schedule) {
+  Schedule here = schedule;
+  here.Canonicalize();
+  if (!here.parallel.empty() && here.threads == 0) here.threads = HardwareThreads();
+  return here.CanonicalJson();
+}
+
 void AddDistinct(std::vector<TuneCandidate>& list, TuneCandidate c) {
   c.schedule.Canonicalize();
   c.json = c.schedule.CanonicalJson();
+  const int all = HardwareThreads();
+  const auto here = [all](int threads) { return threads == 0 ? all : threads; };
+  std::string key;  // computed only against a schedule that names the same threads otherwise
   for (const auto& other : list) {
     if (other.json == c.json) return;
+    if (other.schedule.threads == c.schedule.threads ||
+        here(other.schedule.threads) != here(c.schedule.threads))
+      continue;
+    if (key.empty()) key = KernelJsonHere(c.schedule);
+    if (KernelJsonHere(other.schedule) == key) return;
   }
   list.push_back(std::move(c));
 }

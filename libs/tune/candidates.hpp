@@ -49,7 +49,13 @@ std::vector<TuneCandidate> SparseAutoCandidates(const Expression& expression,
                                                 const std::map<std::string, int64_t>& dense,
                                                 int limit);
 
-// Appends `candidate` unless a schedule with the same canonical JSON is already there.
+// The canonical JSON of the kernel `schedule` runs on this machine: all threads written as their
+// count (a rule's 0 and a drawn schedule's count of every hardware thread compile to the same
+// code and run alike, as the thread count is a call's argument).
+std::string KernelJsonHere(const Schedule& schedule);
+
+// Appends `candidate` unless a schedule that runs the same kernel here (KernelJsonHere) is
+// already there: measuring it twice would spend a place on a time already taken.
 void AddDistinct(std::vector<TuneCandidate>& list, TuneCandidate candidate);
 
 }  // namespace sparsetune

@@ -36,8 +36,8 @@ std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
   std::stable_sort(verified.begin(), verified.end(), [&](size_t a, size_t b) {
     return results[a].time.median_ms < results[b].time.median_ms;
   });
-  std::set<std::string> seen;
-  for (const auto& c : measured) seen.insert(c.json);
+  std::set<std::string> seen;  // kernels measured or pooled, as they run here
+  for (const auto& c : measured) seen.insert(KernelJsonHere(c.schedule));
   std::vector<PoolEntry> pool;
   size_t rank = 0;
   for (size_t c : verified) {
@@ -55,7 +55,8 @@ std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
                       rank};
       entry.candidate.schedule.Canonicalize();
       entry.candidate.json = entry.candidate.schedule.CanonicalJson();
-      if (seen.insert(entry.candidate.json).second) pool.push_back(std::move(entry));
+      if (seen.insert(KernelJsonHere(entry.candidate.schedule)).second)
+        pool.push_back(std::move(entry));
     }
     ++rank;
   }

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <set>
 
+#include "base/threads.hpp"
 #include "db/database.hpp"
 #include "ir/kernels.hpp"
 #include "tune/candidate_sources.hpp"
+#include "tune/candidates.hpp"
 
 namespace sparsetune {
 namespace {
@@ -35,7 +37,9 @@ TEST(Candidates, FixedCsrFirstThenDistinctDeterministicSamples) {
   for (const auto& c : a) {
     EXPECT_TRUE(hashes.insert(ScheduleHash(c.json)).second) << "duplicate " << c.json;
     EXPECT_FALSE(c.json.empty());
-    if (&c != &a[0]) EXPECT_EQ(c.source, "sampled");
+    if (&c != &a[0]) {
+      EXPECT_EQ(c.source, "sampled");
+    }
   }
   const auto again = FixedCsrThenSamples("fingerprint-a", 40);
   for (size_t n = 0; n < a.size(); ++n) EXPECT_EQ(a[n].json, again[n].json);
@@ -65,6 +69,28 @@ TEST(Candidates, SourcesWithNothingToSayAreNotCountedAsUsed) {
   EXPECT_EQ(gathered.sources_used, (std::vector<std::string>{"fixed_csr", "heuristic"}));
   ASSERT_GE(gathered.candidates.size(), 2u);
   EXPECT_EQ(gathered.candidates[0].source, "fixed_csr");
+}
+
+// A schedule that names every thread by their count runs the kernel of one that says 0 (all):
+// it is not measured twice. One thread is another kernel.
+TEST(Candidates, SchedulesThatRunTheSameKernelHereAreOneCandidate) {
+  const Expression spmv = KernelExpression("spmv");
+  Schedule all = FixedCsrSchedule(spmv);
+  ASSERT_FALSE(all.parallel.empty());
+  all.threads = 0;
+  Schedule counted = all;
+  counted.threads = HardwareThreads();
+  Schedule one = all;
+  one.threads = 1;
+  EXPECT_EQ(KernelJsonHere(all), KernelJsonHere(counted));
+  std::vector<TuneCandidate> list;
+  AddDistinct(list, {all, "", "heuristic"});
+  AddDistinct(list, {counted, "", "model"});
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].source, "heuristic");  // the first proposal, which says 0, stays
+  EXPECT_EQ(list[0].schedule.threads, 0);
+  AddDistinct(list, {one, "", "model"});
+  EXPECT_EQ(list.size(), HardwareThreads() > 1 ? 2u : 1u);
 }
 
 // Schedules given by hand, as a source that came earlier.
@@ -116,6 +142,25 @@ TEST(Candidates, TheModelsPicksAreSchedulesNoEarlierSourceProposed) {
   EXPECT_EQ(gathered.candidates[2].json, best[1].json);  // the model's next best move up
   EXPECT_EQ(gathered.candidates[3].json, best[3].json);
   EXPECT_GT(model.evaluations(), 0);
+
+  // A rule that says 0 threads where the model's pick counts them proposes the same kernel:
+  // the model's place goes to its next pick.
+  const auto counted = std::find_if(best.begin(), best.end(), [](const TuneCandidate& c) {
+    return !c.schedule.parallel.empty() && c.schedule.threads == HardwareThreads();
+  });
+  ASSERT_NE(counted, best.end()) << "no pick of the model runs on every thread";
+  Schedule all = counted->schedule;
+  all.threads = 0;
+  GivenSource rule({{all, "", "given"}});
+  ModelTopKSource after_rule(model_dir, 6, 64);
+  setenv("SPARSETUNE_CACHE",
+         (std::filesystem::path(SPARSETUNE_BINARY).parent_path() / "test-jit-cache").c_str(), 1);
+  const GatheredCandidates with_rule = GatherCandidates({&rule, &after_rule}, context);
+  unsetenv("SPARSETUNE_CACHE");
+  ASSERT_EQ(with_rule.candidates.size(), 7u);
+  std::set<std::string> kernels;
+  for (const auto& c : with_rule.candidates)
+    EXPECT_TRUE(kernels.insert(KernelJsonHere(c.schedule)).second) << "twice: " << c.json;
 }
 
 }  // namespace

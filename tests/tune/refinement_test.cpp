@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/errors.hpp"
+#include "base/threads.hpp"
 #include "db/database.hpp"
 #include "ir/kernels.hpp"
 #include "tune/candidates.hpp"
@@ -88,6 +89,31 @@ TEST(Refinement, DrawsNeighboursOfTheFastestNeverMeasuredBefore) {
   EXPECT_TRUE(RefinementCandidates(*waco, sizes, round.candidates, round.results, options,
                                    "spmm/fingerprint")
                   .empty());
+}
+
+// A rule measured with 0 threads (all) is the kernel its neighbours write with their count: the
+// second round never measures it again under that name.
+TEST(Refinement, NeverDrawsAKernelMeasuredUnderAnotherNameForItsThreads) {
+  const auto waco = WacoTemplate::ForKernel("spmm");
+  const Sizes sizes = {{"i", 4000}, {"k", 4000}, {"j", 64}};
+  FirstRound round = SpmmFirstRound(*waco, sizes);
+  // Every neighbour of the fastest, measured as a rule would name it.
+  const Schedule fastest = round.candidates[1].schedule;
+  std::set<std::string> rules;
+  for (const SuperSchedule& n : waco->Neighbours(*waco->FromSchedule(fastest, nullptr), sizes)) {
+    Schedule rule = waco->ToSchedule(n);
+    if (rule.parallel.empty() || rule.threads != HardwareThreads()) continue;
+    rule.threads = 0;
+    round.Add(rule, "heuristic", 2.0);
+    rules.insert(KernelJsonHere(rule));
+  }
+  ASSERT_FALSE(rules.empty());
+  RefinementOptions options;
+  options.count = 200;
+  options.anchors = 1;
+  for (const auto& p : RefinementCandidates(*waco, sizes, round.candidates, round.results, options,
+                                            "spmm/fingerprint"))
+    EXPECT_FALSE(rules.count(KernelJsonHere(p.schedule))) << "measured already: " << p.json;
 }
 
 // The neighbours of `anchor` whose move is `move`, as canonical JSON.
