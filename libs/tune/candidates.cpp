@@ -22,7 +22,7 @@ void AddDistinct(std::vector<TuneCandidate>& list, TuneCandidate c) {
   c.json = c.schedule.CanonicalJson();
   const int all = HardwareThreads();
   const auto here = [all](int threads) { return threads == 0 ? all : threads; };
-  std::string key;  // computed only against a schedule that names the same threads otherwise
+  std::string key;  // c's KernelJsonHere, needed only where another names its threads otherwise
   for (const auto& other : list) {
     if (other.json == c.json) return;
     if (other.schedule.threads == c.schedule.threads ||
