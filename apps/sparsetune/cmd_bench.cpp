@@ -169,6 +169,9 @@ struct Contender {
   // sparsetune's schedules from the database or a file: the thread count they name, which
   // they run with unless --threads overrides it (-1: not such a schedule).
   int stored_threads = -1;
+  // sparsetune's contenders: the schedule it ran, so that a heuristic_N or the stored winner can
+  // be read, run or stored again (null for libraries and textbook kernels).
+  nlohmann::json schedule;
   TimingResult time;               // of its median contest
   std::vector<double> contest_ms;  // each contest's median, in the order they ran
 };
@@ -359,6 +362,7 @@ class ContenderPreparation {
       auto& c = contenders_[s] = std::make_unique<Contender>();
       c->name = named.name;
       c->kind = "sparsetune";
+      c->schedule = named.schedule.ToJson();
       c->version = "sparsetune";
       c->flags = jit_flags;
       // FixedCSR, the table's yardstick, is always tried.
@@ -591,6 +595,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
                         {"version", c->version},   {"flags", c->flags},
                         {"threads", c->threads}};
     if (c->stored_threads >= 0) j["stored_threads"] = c->stored_threads;
+    if (!c->schedule.is_null()) j["schedule"] = c->schedule;
     if (!c->method.empty()) j["method"] = c->method;
     if (c->verified) {
       j["time_ms"] = c->time.median_ms;

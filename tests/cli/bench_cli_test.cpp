@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -64,6 +65,24 @@ TEST(BenchOutput, TheStoredWinnerRunsWithItsOwnThreadCount) {
   EXPECT_EQ(Result(out, "tuned")["stored_threads"], 2);
   // The others run on the bench's threads and name none.
   EXPECT_FALSE(Result(out, "fixed_csr").contains("stored_threads"));
+  // Each of sparsetune's contenders says what it ran, in the form --schedule takes back.
+  EXPECT_EQ(Result(out, "tuned")["schedule"]["parallel"]["threads"], 2);
+  for (const auto& c : out["results"]) {
+    ASSERT_TRUE(c.contains("schedule") && c["schedule"].is_object()) << c.dump();
+    EXPECT_FALSE(c["schedule"]["format"].empty()) << c.dump();
+  }
+  {
+    std::ofstream file(dir.File("rule.json"));
+    file << Result(out, "heuristic_1")["schedule"].dump();
+  }
+  std::vector<std::string> again = bench;
+  again.insert(again.end(), {"--schedule", dir.File("rule.json"), "--contests", "1", "--json"});
+  r = RunCli(again);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json with_file = nlohmann::json::parse(r.out);
+  const nlohmann::json& given = Result(with_file, dir.File("rule.json"));
+  EXPECT_TRUE(given["verified"].get<bool>()) << given.dump();
+  EXPECT_EQ(given["schedule"], Result(out, "heuristic_1")["schedule"]);
 
   std::vector<std::string> overridden = bench;
   overridden.insert(overridden.end(), {"--threads", "1", "--json"});
