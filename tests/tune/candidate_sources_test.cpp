@@ -136,7 +136,6 @@ TEST(Candidates, TheModelsPicksAreSchedulesNoEarlierSourceProposed) {
   GivenSource earlier({{best[0].schedule, "", "given"}, {best[2].schedule, "", "given"}});
   ModelTopKSource model(model_dir, 6, 64);
   const GatheredCandidates gathered = GatherCandidates({&earlier, &model}, context);
-  unsetenv("SPARSETUNE_CACHE");
   EXPECT_EQ(gathered.sources_used, (std::vector<std::string>{"given", "model"}));
   ASSERT_EQ(gathered.candidates.size(), 8u);
   EXPECT_EQ(gathered.candidates[2].json, best[1].json);  // the model's next best move up
@@ -153,8 +152,6 @@ TEST(Candidates, TheModelsPicksAreSchedulesNoEarlierSourceProposed) {
   all.threads = 0;
   GivenSource rule({{all, "", "given"}});
   ModelTopKSource after_rule(model_dir, 6, 64);
-  setenv("SPARSETUNE_CACHE",
-         (std::filesystem::path(SPARSETUNE_BINARY).parent_path() / "test-jit-cache").c_str(), 1);
   const GatheredCandidates with_rule = GatherCandidates({&rule, &after_rule}, context);
   unsetenv("SPARSETUNE_CACHE");
   ASSERT_EQ(with_rule.candidates.size(), 7u);
