@@ -146,16 +146,17 @@ fi
 # Geomeans per kernel of two sparsetune rows: the tuned winner (what `tune` chose and a user
 # gets) and the best sparsetune kernel timed here (the winner, FixedCSR and the heuristic
 # schedules; picking the fastest of several after timing them favours it a little), each
-# against each library and the textbook kernel ("hand"), the best library, the best fair
-# baseline (the best of the libraries and the textbook kernel) and FixedCSR; and the best of
-# Insum's GroupCOO sizes (timed beside the baselines by `bench`) with how often it was the
-# fastest of all.
+# against each library and the textbook kernel (the faster of its two forms, "hand" and
+# "hand_dynamic"), the best library, the best fair baseline (the best of the libraries and the
+# textbook kernel) and FixedCSR; and the best of Insum's GroupCOO sizes (timed beside the
+# baselines by `bench`) with how often it was the fastest of all.
 summary=$out/summary.txt
 awk -F, 'NR > 1 && $6 == "true" {
     key = $1 "," $2
     if ($5 == "sparsetune") { if (!(key in best) || $7 < best[key]) best[key] = $7 }
     else {
-      lib[key "," $4] = $7
+      l = $5 == "hand" ? "hand" : $4  # the textbook kernel: the faster of its two forms
+      if (!((key "," l) in lib) || $7 < lib[key "," l]) lib[key "," l] = $7
       if (!(key in bestbase) || $7 < bestbase[key]) bestbase[key] = $7
       if ($5 == "library" && (!(key in bestlib) || $7 < bestlib[key])) bestlib[key] = $7
     }
@@ -165,7 +166,7 @@ awk -F, 'NR > 1 && $6 == "true" {
     if (!(key in fastest) || $7 < fastest[key]) { fastest[key] = $7; fastest_is_group[key] = ($4 ~ /^groupcoo_/) }
     if ($5 == "sparsetune" && $2 == "spmv" && $3 >= 10000000 && (!(key in dram) || $7 < dram_ms[key])) {
       dram[key] = $8 / $10; dram_ms[key] = $7 }
-    kernels[$2] = 1; libs[$4] = ($5 == "library" || $5 == "hand")
+    kernels[$2] = 1; libs[$5 == "hand" ? "hand" : $4] = ($5 == "library" || $5 == "hand")
     if (NF >= 17) { benches[key] = 1; if ($17 == "true") busy[key] = 1 }
   }
   function row(k, label, l, mine, theirs,   s, c, key, p) {
@@ -242,7 +243,7 @@ if command -v gnuplot > /dev/null; then
           for (i = 1; i <= n; ++i) line = line " " ((m SUBSEP L[i]) in t ? t[m, L[i]] / own[m] : "?")
           print line } }' "$csv" | sort -n | cut -d' ' -f2- > "$plots/speedup-$k.body"
     { printf 'matrix'; for l in $baselines; do
-        [ "$l" = hand ] && printf ' "textbook kernel"' || printf ' %s' "$l"; done; echo
+        case $l in hand) printf ' "textbook kernel"' ;; hand_dynamic) printf ' "textbook kernel, dynamic rows"' ;; *) printf ' %s' "$l" ;; esac; done; echo
       cat "$plots/speedup-$k.body"; } > "$plots/speedup-$k.dat"
     columns=$(( $(wc -w <<< "$baselines") + 1 ))
     speedup_panels+="set title '$k: tuned winner over each baseline (above 1: sparsetune faster)'
@@ -254,7 +255,7 @@ plot for [c=2:$columns] '$plots/speedup-$k.dat' using c:xtic(1) title columnhead
         nnz[$1] = $3; probe += $10; ++probes
         if ($4 == "tuned") own[$1] = $8
         if ($5 == "library" && (!($1 in lib) || $8 > lib[$1])) lib[$1] = $8
-        if ($5 == "hand") hand[$1] = $8 }
+        if ($5 == "hand" && (!($1 in hand) || $8 > hand[$1])) hand[$1] = $8 }
       END { for (m in nnz) print nnz[m], (m in own ? own[m] : "?"), (m in lib ? lib[m] : "?"), (m in hand ? hand[m] : "?")
             printf "%.2f\n", probes ? probe / probes : 0 > "/dev/stderr" }' "$csv" \
       > "$plots/bandwidth-$k.dat" 2> "$plots/probe-$k"

@@ -51,6 +51,7 @@ std::vector<std::unique_ptr<Baseline>> MakeBaselines(const BaselineOperands& ope
     if (b) out.push_back(std::move(b));
   };
   add(MakeJitBaseline(operands, "hand"));
+  add(MakeJitBaseline(operands, "hand_dynamic"));
   add(MakeJitBaseline(operands, "eigen"));
   LoadModule()(operands, &out);
   add(MakeTorchBaseline(operands));

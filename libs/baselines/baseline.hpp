@@ -55,7 +55,9 @@ class Baseline {
 
 // The contenders that have this kernel, each only where it supports the value type:
 //   eigen         Eigen's sparse times dense (spmv, spmm), JIT-compiled with the kernels' flags
-//   hand          textbook CSR kernels (all four), JIT-compiled with the kernels' flags
+//   hand          textbook CSR kernels (all four), JIT-compiled with the kernels' flags, one
+//                 range of rows a thread, equal in nonzeros
+//   hand_dynamic  the same kernels with OpenMP's dynamic schedule over chunks of rows
 //   librsb, librsb_tuned   librsb plain and after rsb_tune_spmm (spmv, spmm)
 //   graphblas     SuiteSparse:GraphBLAS: w += A*u, C += A*B into full outputs, SDDMM as the
 //                 masked dot product C<A> = B*C' times A (all four)

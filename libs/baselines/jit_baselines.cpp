@@ -19,12 +19,21 @@ Jit& DefaultJit() {
   return jit;
 }
 
-// The value type goes in as the first lines; everything else is the embedded file. Complex
-// products take the textbook formula, as in sparsetune's kernels (see codegen).
-std::string TypedSource(const std::string& file, DType dtype) {
+// The value type (and any other `defines`) go in as the first lines; everything else is the
+// embedded file. Complex products take the textbook formula, as in sparsetune's kernels (see
+// codegen).
+std::string TypedSource(const std::string& file, DType dtype, const std::string& defines = "") {
   const std::string complex_support =
       IsComplex(dtype) ? "#pragma GCC optimize(\"cx-limited-range\")\n#include <complex>\n" : "";
-  return complex_support + "#define ST_VALUE " + DTypeCName(dtype) + "\n" + JitSource(file);
+  return complex_support + defines + "#define ST_VALUE " + DTypeCName(dtype) + "\n" +
+         JitSource(file);
+}
+
+// The textbook kernels come in two forms that differ only in how rows go to the threads
+// (hand_kernels.cpp's ForRows): which is faster depends on the matrix and on whether the
+// threads share a cache, so bench runs both.
+bool IsTextbook(const std::string& which) {
+  return which == "hand" || which == "hand_dynamic";
 }
 
 template <class F>
@@ -49,13 +58,17 @@ std::string Method(const std::string& which, const std::string& kernel) {
                             : "C.noalias() = A * B (SparseMatrix<RowMajor> times a row-major "
                               "matrix; Eigen's OpenMP row loop)";
   }
-  if (kernel == "spmv") return "CSR row loop, omp parallel for over rows (static)";
+  const std::string rows = which == "hand_dynamic"
+                               ? "rows in chunks of 64 to whichever thread is free"
+                               : "one range of rows a thread, equal in nonzeros";
+  if (kernel == "spmv") return "CSR row loop, one dot product a row (" + rows + ")";
   if (kernel == "spmm")
-    return "CSR row loop (dynamic rows), C row zeroed, then C[i,:] += a * B[k,:] with omp simd";
+    return "CSR row loop, C row zeroed, then C[i,:] += a * B[k,:] with omp simd (" + rows + ")";
   if (kernel == "sddmm")
     return "C transposed at every call (plain parallel transpose), then per nonzero one omp "
-           "simd reduction dot product of B's row and C^T's row (dynamic rows)";
-  return "per nonzero one omp simd reduction dot product of B's row and C's row (dynamic rows)";
+           "simd reduction dot product of B's row and C^T's row (" +
+           rows + ")";
+  return "per nonzero one omp simd reduction dot product of B's row and C's row (" + rows + ")";
 }
 
 class JitBaseline : public Baseline {
@@ -65,12 +78,13 @@ class JitBaseline : public Baseline {
     if (state_) free_(state_);
   }
   std::string name() const override { return which_; }
-  std::string kind() const override { return which_ == "hand" ? "hand" : "library"; }
+  std::string kind() const override { return IsTextbook(which_) ? "hand" : "library"; }
 
   void Prepare() override {
     Jit& jit = o_.jit ? *o_.jit : DefaultJit();
     const std::string file = which_ == "eigen" ? "eigen_kernels.cpp" : "hand_kernels.cpp";
-    const CompiledKernel compiled = jit.CompileLibrary(TypedSource(file, o_.dtype));
+    const CompiledKernel compiled = jit.CompileLibrary(
+        TypedSource(file, o_.dtype, which_ == "hand_dynamic" ? "#define ST_ROWS_DYNAMIC\n" : ""));
     auto prepare = Resolve<PrepareFn>(compiled, "st_baseline_prepare");
     call_ = Resolve<CallFn>(compiled, "st_baseline_call");
     output_ = Resolve<OutputFn>(compiled, "st_baseline_output");
@@ -120,7 +134,7 @@ std::unique_ptr<Baseline> MakeJitBaseline(const BaselineOperands& o, const std::
   const bool matrix = o.kernel == "spmv" || o.kernel == "spmm";
   const bool sddmm = o.kernel == "sddmm" || o.kernel == "sddmm_nt";
   if (which == "eigen" && matrix) return std::make_unique<JitBaseline>(o, which);
-  if (which == "hand" && (matrix || sddmm)) return std::make_unique<JitBaseline>(o, which);
+  if (IsTextbook(which) && (matrix || sddmm)) return std::make_unique<JitBaseline>(o, which);
   return nullptr;
 }
 
