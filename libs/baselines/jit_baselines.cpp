@@ -30,7 +30,7 @@ std::string TypedSource(const std::string& file, DType dtype, const std::string&
 }
 
 // The textbook kernels come in two forms that differ only in how rows go to the threads
-// (hand_kernels.cpp's ForRows): which is faster depends on the matrix and on whether the
+// (hand_kernels.cpp's ST_FOR_ROWS): which is faster depends on the matrix and on whether the
 // threads share a cache, so bench runs both.
 bool IsTextbook(const std::string& which) {
   return which == "hand" || which == "hand_dynamic";

@@ -1,7 +1,7 @@
 // Textbook CSR kernels, the floor any tuned kernel must clear: what a programmer writes in
 // fifteen lines with OpenMP. Compiled at first use by sparsetune's JIT with the generated
 // kernels' flags; the host prepends `#define ST_VALUE double` for double values, and
-// `#define ST_ROWS_DYNAMIC` for the form that hands rows out as threads free up (ForRows).
+// `#define ST_ROWS_DYNAMIC` for the form that hands rows out as threads free up (ST_FOR_ROWS).
 //
 // The C API every JIT-compiled baseline exports:
 //   st_baseline_version()  what runs (a library and its version, or "" for these kernels)
@@ -81,25 +81,21 @@ int64_t FirstRowOf(const State& s, int t, int n) {
   return std::lower_bound(first, first + s.rows, nnz / n * t + nnz % n * t / n) - first;
 }
 
-// Calls body(i) for every row, the rows shared out the way a programmer would write it:
+// The row loop of every kernel, inside an `omp parallel` region: the rows shared out the way
+// a programmer would write it (a plain loop, so the compiler sees the body as written):
 // - by default one contiguous range of rows a thread, equal in nonzeros: each thread streams
 //   its part of A in order, and on banded operands reads its own part of the dense rows;
 // - with ST_ROWS_DYNAMIC, chunks of 64 rows handed to whichever thread is free (OpenMP's
 //   dynamic schedule): the usual answer to rows whose cost differs, as on power-law graphs.
-template <class Body>
-void ForRows(const State& s, Body body) {
 #ifdef ST_ROWS_DYNAMIC
-#pragma omp parallel for schedule(dynamic, 64) num_threads(s.threads)
-  for (int64_t i = 0; i < s.rows; ++i) body(i);
+#define ST_FOR_ROWS(i, s) \
+  _Pragma("omp for schedule(dynamic, 64)") for (int64_t i = 0; i < (s).rows; ++i)
 #else
-#pragma omp parallel num_threads(s.threads)
-  {
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t last = FirstRowOf(s, t + 1, n);
-    for (int64_t i = FirstRowOf(s, t, n); i < last; ++i) body(i);
-  }
+#define ST_FOR_ROWS(i, s)                                                                \
+  for (int64_t i = FirstRowOf(s, omp_get_thread_num(), omp_get_num_threads()),           \
+               i##_end = FirstRowOf(s, omp_get_thread_num() + 1, omp_get_num_threads()); \
+       i < i##_end; ++i)
 #endif
-}
 
 // y = A x: one dot product per row.
 void Spmv(State& s) {
@@ -108,11 +104,12 @@ void Spmv(State& s) {
   const V* a = s.values.data();
   const V* x = s.b.data();
   V* y = s.out.data();
-  ForRows(s, [&](int64_t i) {
+#pragma omp parallel num_threads(s.threads)
+  ST_FOR_ROWS(i, s) {
     V sum = 0;
     for (int64_t p = row_ptr[i]; p < row_ptr[i + 1]; ++p) sum += a[p] * x[col[p]];
     y[i] = sum;
-  });
+  }
 }
 
 // C = A B, B and C row-major: C's row i is zeroed, then gets a * B's row k per nonzero.
@@ -123,7 +120,8 @@ void Spmm(State& s) {
   const V* b = s.b.data();
   V* c = s.out.data();
   const int64_t n = s.width;
-  ForRows(s, [&](int64_t i) {
+#pragma omp parallel num_threads(s.threads)
+  ST_FOR_ROWS(i, s) {
     V* ci = c + i * n;
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) ci[j] = 0;
@@ -133,7 +131,7 @@ void Spmm(State& s) {
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) ci[j] += v * bk[j];
     }
-  });
+  }
 }
 
 // D = A .* (B C), per nonzero one dot product of B's row i and C^T's row j (K values each).
@@ -144,7 +142,8 @@ void SddmmRows(State& s, const V* ct) {
   const V* b = s.b.data();
   V* d = s.out.data();
   const int64_t k = s.width;
-  ForRows(s, [&](int64_t i) {
+#pragma omp parallel num_threads(s.threads)
+  ST_FOR_ROWS(i, s) {
     const V* bi = b + i * k;
     for (int64_t p = row_ptr[i]; p < row_ptr[i + 1]; ++p) {
       const V* cj = ct + int64_t(col[p]) * k;
@@ -153,7 +152,7 @@ void SddmmRows(State& s, const V* ct) {
       for (int64_t q = 0; q < k; ++q) sum += bi[q] * cj[q];
       d[p] = a[p] * sum;
     }
-  });
+  }
 }
 
 // sddmm: C is K x N row-major, transposed at every call (a plain parallel transpose).
