@@ -163,8 +163,9 @@ bool MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& co
 void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
                        const ContestObserver& observer, const MeasuringOptions& options,
                        const TuneProgress& progress, Measured& m) {
-  const std::vector<TuneCandidate> final_round = FinalRound(
-      m.candidates, m.results, runner.sparse(), OrderingsToTry(runner, options.orderings), 3, 2);
+  const std::vector<TuneCandidate> final_round =
+      FinalRound(m.candidates, m.results, runner.sparse(),
+                 OrderingsToTry(runner, options.orderings), FinalRoundSize{});
   if (final_round.size() <= 1) return;
   const auto start = std::chrono::steady_clock::now();
   std::vector<Schedule> schedules;
@@ -188,7 +189,9 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
                              [&](const TuneCandidate& c) { return c.json == final_round[o].json; });
     if (same != m.candidates.end()) {
       m.results[same - m.candidates.begin()] = typical;
+      m.finalists.push_back(same - m.candidates.begin());
     } else {
+      m.finalists.push_back(m.candidates.size());
       m.candidates.push_back(final_round[o]);
       m.results.insert(m.results.end() - 1, typical);  // the FixedCSR repeat stays last
     }
@@ -228,8 +231,8 @@ TuneCandidateResult LineOf(const TuneCandidate& candidate, const RunResult& r) {
 std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidates,
                                       const std::vector<RunResult>& results,
                                       const CooTensor& tensor,
-                                      const std::vector<OrderingKind>& orderings, size_t best,
-                                      size_t renumbered) {
+                                      const std::vector<OrderingKind>& orderings,
+                                      const FinalRoundSize& size) {
   std::vector<OrderingKind> apply;
   if (tensor.order() == 2) {
     for (OrderingKind kind : orderings) {
@@ -248,8 +251,11 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
   for (size_t rank = 0; rank < ranked.size(); ++rank) {
     const TuneCandidate& candidate = candidates[ranked[rank]];
     const bool renumber =
-        candidate.schedule.ordering == OrderingKind::kNone && unordered < renumbered;
-    if (rank >= best && !renumber) continue;
+        candidate.schedule.ordering == OrderingKind::kNone && unordered < size.renumbered;
+    const double fastest = results[ranked[0]].time.median_ms;
+    const bool close =
+        rank < size.most && results[ranked[rank]].time.median_ms <= (1 + size.within) * fastest;
+    if (rank >= size.least && !close && !renumber) continue;
     AddDistinct(out, candidate);
     if (!renumber) continue;
     ++unordered;
@@ -274,13 +280,20 @@ RunResult MedianContest(const std::vector<RunResult>& contests) {
 }
 
 int FastestCandidate(const Measured& m) {
-  int best = -1;
-  for (size_t c = 0; c < m.candidates.size(); ++c) {
-    if (m.results[c].ok() &&
-        (best < 0 || m.results[c].time.median_ms < m.results[best].time.median_ms))
-      best = static_cast<int>(c);
-  }
-  return best;
+  auto fastest_of = [&](auto&& indices) {
+    int best = -1;
+    for (size_t c : indices) {
+      if (m.results[c].ok() &&
+          (best < 0 || m.results[c].time.median_ms < m.results[best].time.median_ms))
+        best = static_cast<int>(c);
+    }
+    return best;
+  };
+  const int finalist = fastest_of(m.finalists);
+  if (finalist >= 0) return finalist;
+  std::vector<size_t> all(m.candidates.size());
+  for (size_t c = 0; c < all.size(); ++c) all[c] = c;
+  return fastest_of(all);
 }
 
 std::string TwinDisagreement(const RunResult& first, const RunResult& second, double relative_limit,
@@ -349,6 +362,7 @@ Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor
   RetimeWinnersPreparation(runner, m);
   for (size_t c = 0; c < m.candidates.size(); ++c)
     m.lines.push_back(LineOf(m.candidates[c], m.results[c]));
+  for (size_t c : m.finalists) m.lines[c].finalist = true;
   return m;
 }
 

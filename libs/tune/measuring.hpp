@@ -50,16 +50,29 @@ constexpr int64_t kPartitionOrderingMaxNnz = 4000000;
 // asked).
 std::vector<OrderingKind> DefaultOrderings();
 
-// The final round: the `best` verified schedules of the first round as they are, and the
-// best `renumbered` unordered ones renumbered by every ordering in `orderings` that applies to
-// `tensor` (a matrix), to be timed together. The first round's best time is the luckiest of
-// several close ones (a winner measured 6.5 ms there ran 5.1 ms in bench, where the one
-// stored instead ran 5.7 ms), so the winner is chosen from times taken again, side by side.
+// How many of the first round's schedules the final round times again. One contest's medians
+// move by 3% between processes at the median and by 10% at p90 (a suite bench's three contests
+// of 254 contenders), so the schedules within that of the first round's best are all candidates
+// for the winner: in a pool of a hundred or more, the true best often times a few percent high
+// once and ranks fourth or fifth, and the third best by chance is taken instead.
+struct FinalRoundSize {
+  size_t least = 3;       // the fastest this many, whatever their times
+  size_t most = 6;        // and up to this many in all whose times are within `within`
+  double within = 0.10;   // of the fastest, as a share of its time
+  size_t renumbered = 2;  // the best unordered ones, renumbered by every ordering
+};
+
+// The final round: the first round's verified schedules that FinalRoundSize admits as they are,
+// and its best `size.renumbered` unordered ones renumbered by every ordering in `orderings`
+// that applies to `tensor` (a matrix), to be timed together. The first round's best time is
+// the luckiest of several close ones (a winner measured 6.5 ms there ran 5.1 ms in bench, where
+// the one stored instead ran 5.7 ms), so the winner is chosen from times taken again, side by
+// side.
 std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidates,
                                       const std::vector<RunResult>& results,
                                       const CooTensor& tensor,
-                                      const std::vector<OrderingKind>& orderings, size_t best,
-                                      size_t renumbered);
+                                      const std::vector<OrderingKind>& orderings,
+                                      const FinalRoundSize& size);
 
 struct MeasuringOptions {
   std::string path;      // the operand's file, for messages
@@ -98,6 +111,7 @@ struct TuneCandidateResult {
   double time_ms = 0;
   double pack_ms = 0;      // ordering and packing
   double ordering_ms = 0;  // of which ordering
+  bool finalist = false;   // timed again in the final round
 };
 
 struct Measured {
@@ -111,9 +125,13 @@ struct Measured {
   std::string disturbance;                 // why the times stayed disturbed ("" when they did not)
   // "measure", "second" for the second round and "final" for the final round
   std::map<std::string, double> stage_ms;
+  // The candidates the final round timed again (empty when it had fewer than two): the winner
+  // is one of them, judged only against times taken beside it.
+  std::vector<size_t> finalists;
 };
 
-// The verified candidate with the least median time (the winner), or -1.
+// The winner: the verified finalist with the least median time, or, without a final round, the
+// verified candidate with the least; -1 when none verified.
 int FastestCandidate(const Measured& m);
 
 // Measures `candidates` (FixedCSR first) on `tensor`. Throws MachineBusyError when the times

@@ -186,6 +186,7 @@ nlohmann::json TuneReport::ToJson() const {
       j["time_ms"] = c.time_ms;
       j["pack_ms"] = c.pack_ms;
       if (c.ordering_ms > 0) j["ordering_ms"] = c.ordering_ms;
+      if (c.finalist) j["final"] = true;
     } else {
       j["time_ms"] = nullptr;
       j["message"] = c.message;

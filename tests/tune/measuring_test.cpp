@@ -37,7 +37,7 @@ TEST(Twins, ATwinThatDidNotRunSaysNothing) {
   EXPECT_EQ(TwinDisagreement(Timed(1.0), failed, 0.10, 0.002), "");
 }
 
-// Eight SpMV library-rule schedules, the last one renumbered by degree, on a square matrix.
+// The SpMV library-rule schedules, the last one renumbered by degree, on a square matrix.
 std::vector<TuneCandidate> SpmvCandidates(CooTensor* matrix) {
   const Expression spmv = KernelExpression("spmv");
   std::vector<TuneCandidate> candidates =
@@ -64,7 +64,8 @@ TEST(FinalRound, RetimesTheBestAsTheyAreAndRenumbersTheBestUnordered) {
   results[2] = Timed(2.0);
   results[0].status = RunStatus::kTimedOut;  // never among the best
   const std::vector<TuneCandidate> final_round =
-      FinalRound(candidates, results, matrix, {OrderingKind::kDegree, OrderingKind::kRcm}, 2, 2);
+      FinalRound(candidates, results, matrix, {OrderingKind::kDegree, OrderingKind::kRcm},
+                 FinalRoundSize{2, 2, 0.10, 2});
   auto has = [&](const TuneCandidate& c, OrderingKind kind) {
     Schedule s = c.schedule;
     s.ordering = kind;
@@ -92,9 +93,42 @@ TEST(FinalRound, WithoutOrderingsTheBestAreStillTimedAgain) {
   const std::vector<TuneCandidate> candidates = SpmvCandidates(&matrix);
   std::vector<RunResult> results;
   for (size_t c = 0; c < candidates.size(); ++c) results.push_back(Timed(10.0 - c));
-  const std::vector<TuneCandidate> final_round = FinalRound(candidates, results, matrix, {}, 3, 1);
+  const std::vector<TuneCandidate> final_round =
+      FinalRound(candidates, results, matrix, {}, FinalRoundSize{3, 6, 0.10, 1});
   ASSERT_EQ(final_round.size(), 3u);  // the best three; the best unordered is among them
   EXPECT_EQ(final_round[0].json, candidates.back().json);
+}
+
+TEST(FinalRound, AdmitsBeyondTheLeastThoseCloseToTheFastest) {
+  // A large pool: the true best may time a few percent high once and rank past the third.
+  CooTensor matrix;
+  const std::vector<TuneCandidate> candidates = SpmvCandidates(&matrix);
+  ASSERT_GE(candidates.size(), 5u);
+  std::vector<RunResult> results;
+  for (size_t c = 0; c < candidates.size(); ++c) results.push_back(Timed(20.0 + c));
+  for (size_t c = 0; c < 4; ++c) results[c] = Timed(10.0 + 0.2 * c);  // all within 10%
+  const FinalRoundSize size{2, 3, 0.10, 0};
+  const std::vector<TuneCandidate> final_round = FinalRound(candidates, results, matrix, {}, size);
+  ASSERT_EQ(final_round.size(), 3u);  // two by rank, one more by closeness; not the fourth
+  for (size_t c = 0; c < 3; ++c) EXPECT_EQ(final_round[c].json, candidates[c].json) << c;
+  // Times 20% apart: only the least count goes on.
+  for (size_t c = 0; c < 4; ++c) results[c] = Timed(10.0 * (1 + 0.2 * c));
+  EXPECT_EQ(FinalRound(candidates, results, matrix, {}, size).size(), 2u);
+}
+
+TEST(FinalRound, TheWinnerIsTheFastestFinalist) {
+  // A finalist's typical time, taken in the final round, is not compared with a first-round
+  // time that nothing timed again: that one may be the luckiest of a large pool.
+  Measured m;
+  m.candidates.resize(4);
+  m.results = {Timed(9.0), Timed(5.0), Timed(6.0), Timed(5.5), Timed(9.0)};
+  EXPECT_EQ(FastestCandidate(m), 1);  // no final round: the fastest of all
+  m.finalists = {2, 3};
+  EXPECT_EQ(FastestCandidate(m), 3);
+  m.results[3].status = RunStatus::kTimedOut;
+  EXPECT_EQ(FastestCandidate(m), 2);
+  m.results[2].status = RunStatus::kWrongResult;  // no finalist ran: the fastest of the rest
+  EXPECT_EQ(FastestCandidate(m), 1);
 }
 
 TEST(FinalRound, AFinalistCountsItsMedianContest) {
