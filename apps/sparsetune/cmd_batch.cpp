@@ -43,6 +43,7 @@ struct BatchOptions {
   bool no_model = false;
   double max_ms = 1000;
   uint64_t seed = 1;
+  int64_t calls = 0;
   bool json = false;
 };
 
@@ -128,6 +129,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   tune.refine = o.refine;
   tune.refine_steps = o.refine_steps;
   tune.seed = o.seed;
+  tune.calls = o.calls;
   tune.orderings = o.orderings;
 
   // Rows reach the summary as they finish, so a killed batch leaves what it did.
@@ -236,6 +238,7 @@ void RegisterBatch(CLI::App& app, Context& context) {
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   AddOrderingsOption(sub, o->orderings);
+  AddCallsOption(sub, o->calls);
   sub->add_flag("--json", o->json, "One JSON object on stdout, the summary rows under matrices");
   sub->callback([o, &context] { RunBatchCommand(*o, context); });
 }

@@ -178,8 +178,8 @@ void RegisterDb(CLI::App& app, Context& context) {
     sub->add_option("--measurements", o->export_path, "Output file, e.g. spmv.jsonl.gz");
     sub->add_option("--winners", o->winners_path,
                     "Also or instead: the stored winners as JSON lines (fingerprint, matrix, "
-                    "kernel, dense, dtype, machine, schedule, time_ms, fixed_csr_ms, updated_at); "
-                    "- for stdout");
+                    "kernel, dense, dtype, machine, calls (0: per call; N: for N calls, with "
+                    "prepare_ms), schedule, time_ms, fixed_csr_ms, updated_at); - for stdout");
     sub->callback([o] { RunExport(*o); });
   }
   {

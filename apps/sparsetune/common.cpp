@@ -198,6 +198,14 @@ void AddOnBusyOption(CLI::App* sub, std::string& on_busy, const std::string& uns
       ->check(CLI::IsMember({"fail", "store", "ignore"}));
 }
 
+void AddCallsOption(CLI::App* sub, int64_t& calls) {
+  sub->add_option("--calls", calls,
+                  "The operand is prepared once and called N times: the winner is the one of "
+                  "least preparation (ordering, packing) plus N calls, stored apart from the "
+                  "winner per call (default 0: the fastest per call)")
+      ->check(CountIn(0, kMaxCalls));
+}
+
 void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings) {
   sub->add_option_function<std::string>(
          "--orderings",

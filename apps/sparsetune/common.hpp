@@ -83,6 +83,11 @@ CLI::Validator CountIn(int64_t lo, int64_t hi);
 void AddSearchBudgetOptions(CLI::App* sub, int& top_k, int& refine, int& refine_steps);
 void CheckSearchBudget(int top_k, int refine, int refine_steps);
 
+// tune's, query's and batch's --calls N: the winner for N calls on one prepared operand (chosen
+// by preparation plus N calls, stored apart); 0, the default: the winner per call.
+constexpr int64_t kMaxCalls = 1000000000;
+void AddCallsOption(CLI::App* sub, int64_t& calls);
+
 // A time for people, in the unit that suits it: "0.421 us", "42.1 us", "1.25 ms", "3.40 s".
 // Machine-readable outputs (JSON, CSV) keep milliseconds.
 std::string FormatMs(double ms);

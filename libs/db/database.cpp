@@ -476,6 +476,34 @@ void Database::SetWinner(const TuningKey& key, int64_t schedule_id, double time_
   });
 }
 
+void Database::SetWinnerForCalls(const TuningKey& key, int64_t calls, int64_t schedule_id,
+                                 double time_ms, double prepare_ms,
+                                 std::optional<double> fixed_csr_ms) {
+  RequireWritable("SetWinnerForCalls");
+  if (calls < 1) throw InternalError("SetWinnerForCalls: calls must be at least 1");
+  connection_->WriteTransaction([&] {
+    int64_t matrix_id = MatrixIdOrThrow(key.fingerprint);
+    Statement insert = connection_->Prepare(
+        "INSERT INTO call_count_winners (matrix_id, kernel, machine_id, dense, dtype, calls, "
+        "schedule_id, time_ms, prepare_ms, fixed_csr_ms) VALUES (?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT (matrix_id, kernel, machine_id, dense, dtype, calls) DO UPDATE SET "
+        "schedule_id = excluded.schedule_id, time_ms = excluded.time_ms, "
+        "prepare_ms = excluded.prepare_ms, fixed_csr_ms = excluded.fixed_csr_ms, "
+        "updated_at = excluded.updated_at");
+    insert.Bind(1, matrix_id)
+        .Bind(2, key.kernel)
+        .Bind(3, key.machine_id)
+        .Bind(4, DenseSizesToText(key.dense))
+        .Bind(5, DTypeName(key.dtype))
+        .Bind(6, calls)
+        .Bind(7, schedule_id)
+        .Bind(8, time_ms)
+        .Bind(9, prepare_ms)
+        .Bind(10, fixed_csr_ms)
+        .Run();
+  });
+}
+
 // --- Reads ------------------------------------------------------------------------------------
 
 std::optional<int64_t> Database::FindMachine(const MachineInfo& machine) {
@@ -585,21 +613,28 @@ std::set<std::string> Database::MeasuredScheduleHashes(const TuningKey& key,
   return hashes;
 }
 
-std::optional<WinnerRecord> Database::FindWinner(const TuningKey& key) {
+std::optional<WinnerRecord> Database::FindWinner(const TuningKey& key, int64_t calls) {
+  // A database of schema 2 opened read-only as it is has no winners for a call count.
+  if (calls > 0 && SchemaVersion() < kCallCountWinnersVersion) return std::nullopt;
   Statement find = connection_->Prepare(
-      "SELECT s.id, s.kernel, s.expression, s.hash, s.canonical_json, w.time_ms, "
-      "w.fixed_csr_ms, w.updated_at FROM winners w "
+      std::string("SELECT s.id, s.kernel, s.expression, s.hash, s.canonical_json, w.time_ms, "
+                  "w.fixed_csr_ms, w.updated_at, ") +
+      (calls > 0 ? "w.prepare_ms FROM call_count_winners w " : "0 FROM winners w ") +
       "JOIN schedules s ON s.id = w.schedule_id "
       "WHERE w.matrix_id = (SELECT id FROM matrices WHERE fingerprint = ?) "
-      "AND w.kernel = ? AND w.machine_id = ? AND w.dense = ? AND w.dtype = ?");
+      "AND w.kernel = ? AND w.machine_id = ? AND w.dense = ? AND w.dtype = ?" +
+      (calls > 0 ? " AND w.calls = ?" : ""));
   find.Bind(1, key.fingerprint)
       .Bind(2, key.kernel)
       .Bind(3, key.machine_id)
       .Bind(4, DenseSizesToText(key.dense))
       .Bind(5, DTypeName(key.dtype));
+  if (calls > 0) find.Bind(6, calls);
   if (!find.Step()) return std::nullopt;
   WinnerRecord winner;
   winner.key = key;
+  winner.calls = calls;
+  winner.prepare_ms = find.Double(8);
   winner.schedule.id = find.Int(0);
   winner.schedule.kernel = find.Text(1);
   winner.schedule.expression = find.Text(2);
@@ -648,8 +683,11 @@ std::vector<MeasurementRow> Database::Measurements(const MeasurementFilter& filt
 DatabaseStats Database::Statistics() {
   // One statement, so the counts come from one snapshot even while others write.
   Statement count = connection_->Prepare(
-      "SELECT (SELECT count(*) FROM matrices), (SELECT count(*) FROM schedules), "
-      "(SELECT count(*) FROM measurements), (SELECT count(*) FROM winners), "
+      std::string("SELECT (SELECT count(*) FROM matrices), (SELECT count(*) FROM schedules), "
+                  "(SELECT count(*) FROM measurements), (SELECT count(*) FROM winners)") +
+      (SchemaVersion() >= kCallCountWinnersVersion
+           ? " + (SELECT count(*) FROM call_count_winners), "
+           : ", ") +
       "(SELECT count(*) FROM failures), (SELECT count(*) FROM machines)");
   DatabaseStats stats;
   if (!count.Step()) return stats;

@@ -105,8 +105,12 @@ struct MeasurementRow {
 
 struct WinnerRecord {
   TuningKey key;
+  // 0: the winner per call (the least time a call); N: the winner for N calls on one prepared
+  // operand (the least preparation plus N calls; tune --calls N).
+  int64_t calls = 0;
   ScheduleRecord schedule;
   double time_ms = 0;
+  double prepare_ms = 0;  // ordering and packing, stored with the winners for a call count
   std::optional<double> fixed_csr_ms;
   std::string updated_at;  // ISO-8601 UTC
 };
@@ -138,6 +142,9 @@ struct KernelStats {
   std::map<std::string, int64_t> failures;  // by reason: the reason's text up to its first ':'
 };
 nlohmann::json KernelStatsToJson(const std::vector<KernelStats>& stats);
+
+// The schema version that added the winners for a call count (schemas/003_*.sql).
+constexpr int kCallCountWinnersVersion = 3;
 
 // The schedule database (SQLite). Safe to use from several processes at once: every write is
 // one IMMEDIATE transaction, retried while another process holds the lock. One object per
@@ -175,6 +182,9 @@ class Database {
   // Overwrites the winner of key.
   void SetWinner(const TuningKey& key, int64_t schedule_id, double time_ms,
                  std::optional<double> fixed_csr_ms = std::nullopt);
+  // Overwrites the winner of key for `calls` (at least 1) calls on one prepared operand.
+  void SetWinnerForCalls(const TuningKey& key, int64_t calls, int64_t schedule_id, double time_ms,
+                         double prepare_ms, std::optional<double> fixed_csr_ms);
 
   // --- Reads ---------------------------------------------------------------------------------
   std::optional<int64_t> FindMachine(const MachineInfo& machine);
@@ -188,7 +198,8 @@ class Database {
   // Hashes of the schedules measured for key (and, with include_failures, those that failed):
   // what a resumed collection skips.
   std::set<std::string> MeasuredScheduleHashes(const TuningKey& key, bool include_failures = true);
-  std::optional<WinnerRecord> FindWinner(const TuningKey& key);
+  // The winner per call (calls 0) or for `calls` calls on one prepared operand.
+  std::optional<WinnerRecord> FindWinner(const TuningKey& key, int64_t calls = 0);
   // The k fastest verified measurements of key by median time, fastest first.
   std::vector<MeasurementRow> TopK(const TuningKey& key, int k);
   // Ordered by matrix, then machine and median time.

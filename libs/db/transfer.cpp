@@ -2,8 +2,8 @@
 //
 // Line 1 is a header {"format": "sparsetune-measurements", "version": 1, "schema": N,
 // "machines": [...]}; then one line per matrix ("t": "matrix") and schedule ("t": "schedule"),
-// each once, under a small id that the measurement ("t": "m"), failure ("t": "f") and winner
-// ("t": "w") lines refer to. Ids are local to one file.
+// each once, under a small id that the measurement ("t": "m"), failure ("t": "f"), winner
+// ("t": "w") and winner for a call count ("t": "cw") lines refer to. Ids are local to one file.
 
 #include <unistd.h>
 #include <zlib.h>
@@ -154,6 +154,27 @@ DatabaseStats DumpRecords(Connection& conn, const Emit& emit) {
       ++counts.winners;
     }
   }
+  if (conn.QueryInt("PRAGMA user_version") >= kCallCountWinnersVersion) {
+    Statement rows = conn.Prepare(
+        "SELECT matrix_id, kernel, machine_id, dense, dtype, calls, schedule_id, time_ms, "
+        "prepare_ms, fixed_csr_ms, updated_at FROM call_count_winners ORDER BY id");
+    while (rows.Step()) {
+      std::optional<double> fixed_csr = rows.OptionalDouble(9);
+      emit({{"t", "cw"},
+            {"matrix", rows.Int(0)},
+            {"kernel", rows.Text(1)},
+            {"machine", rows.Int(2)},
+            {"dense", ParseStored(rows.Text(3))},
+            {"dtype", rows.Text(4)},
+            {"calls", rows.Int(5)},
+            {"schedule", rows.Int(6)},
+            {"time_ms", rows.Double(7)},
+            {"prepare_ms", rows.Double(8)},
+            {"fixed_csr_ms", fixed_csr ? Json(*fixed_csr) : Json(nullptr)},
+            {"updated_at", rows.Text(10)}});
+      ++counts.winners;
+    }
+  }
   return counts;
 }
 
@@ -195,6 +216,8 @@ class RecordApplier {
         ApplyFailure(line);
       } else if (type == "w") {
         ApplyWinner(line);
+      } else if (type == "cw") {
+        ApplyCallCountWinner(line);
       }
       // Other types are additions of a later version within the same format; skip them.
     } catch (const Json::exception& e) {
@@ -410,6 +433,32 @@ class RecordApplier {
         .Run();
   }
 
+  void ApplyCallCountWinner(const Json& line) {
+    const Json& fixed_csr = line.at("fixed_csr_ms");
+    const int64_t calls = Whole(line.at("calls"), "calls");
+    if (calls < 1) Fail("calls is " + std::to_string(calls) + "; it must be 1 or more");
+    Statement insert = conn_.Prepare(
+        "INSERT INTO call_count_winners (matrix_id, kernel, machine_id, dense, dtype, calls, "
+        "schedule_id, time_ms, prepare_ms, fixed_csr_ms, updated_at) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT (matrix_id, kernel, machine_id, dense, dtype, calls) DO UPDATE SET "
+        "schedule_id = excluded.schedule_id, time_ms = excluded.time_ms, "
+        "prepare_ms = excluded.prepare_ms, fixed_csr_ms = excluded.fixed_csr_ms, "
+        "updated_at = excluded.updated_at WHERE excluded.updated_at > updated_at");
+    insert.Bind(1, Resolve(matrices_, line, "matrix"))
+        .Bind(2, line.at("kernel").get<std::string>())
+        .Bind(3, Resolve(machines_, line, "machine"))
+        .Bind(4, DenseText(line))
+        .Bind(5, DTypeText(line))
+        .Bind(6, calls)
+        .Bind(7, Resolve(schedules_, line, "schedule"))
+        .Bind(8, NonNegative(line, "time_ms"))
+        .Bind(9, NonNegative(line, "prepare_ms"))
+        .Bind(10, fixed_csr.is_null() ? std::optional<double>() : fixed_csr.get<double>())
+        .Bind(11, line.at("updated_at").get<std::string>())
+        .Run();
+  }
+
   Connection& conn_;
   std::string source_;
   int64_t line_ = 0;
@@ -613,16 +662,18 @@ int64_t Database::ExportWinners(std::ostream& out) {
     }
     return Json::parse(text);
   };
-  ReadTransaction(*connection_, [&] {
+  // The winners per call ("calls": 0), then those for a call count.
+  auto write = [&](const std::string& table, const char* calls, const char* prepare_ms) {
     Statement rows = connection_->Prepare(
         "SELECT x.fingerprint, x.name, w.kernel, s.expression, w.dense, w.dtype, w.machine_id, "
-        "c.machine_key, c.cpu_model, s.canonical_json, w.time_ms, w.fixed_csr_ms, w.updated_at "
-        "FROM winners w JOIN matrices x ON x.id = w.matrix_id "
+        "c.machine_key, c.cpu_model, s.canonical_json, w.time_ms, w.fixed_csr_ms, w.updated_at, " +
+        std::string(calls) + ", " + prepare_ms + " FROM " + table +
+        " w JOIN matrices x ON x.id = w.matrix_id "
         "JOIN schedules s ON s.id = w.schedule_id JOIN machines c ON c.id = w.machine_id "
         "ORDER BY w.id");
     while (rows.Step()) {
       const std::optional<double> fixed_csr = rows.OptionalDouble(11);
-      const Json line = {
+      Json line = {
           {"fingerprint", rows.Text(0)},
           {"matrix", rows.Text(1)},
           {"kernel", rows.Text(2)},
@@ -630,13 +681,20 @@ int64_t Database::ExportWinners(std::ostream& out) {
           {"dense", ParseStored(rows.Text(4))},
           {"dtype", rows.Text(5)},
           {"machine", {{"id", rows.Int(6)}, {"key", rows.Text(7)}, {"cpu_model", rows.Text(8)}}},
+          {"calls", rows.Int(13)},
           {"schedule", StoredSchedule(rows.Text(9))},
           {"time_ms", rows.Double(10)},
           {"fixed_csr_ms", fixed_csr ? Json(*fixed_csr) : Json(nullptr)},
           {"updated_at", rows.Text(12)}};
+      if (rows.Int(13) > 0) line["prepare_ms"] = rows.Double(14);
       out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
       ++lines;
     }
+  };
+  ReadTransaction(*connection_, [&] {
+    write("winners", "0", "0");
+    if (SchemaVersion() >= kCallCountWinnersVersion)
+      write("call_count_winners", "w.calls", "w.prepare_ms");
   });
   if (!out) throw InternalError("cannot write the winners (disk full?)");
   return lines;

@@ -155,6 +155,17 @@ bool MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& co
   return true;
 }
 
+// A candidate's renumbering and packing timed again on fresh memory, as a caller's would run:
+// the packs before it in this process left it memory that is already mapped.
+void RetimePreparation(KernelRunner& runner, const TuneCandidate& candidate, RunResult& result) {
+  double ordering_ms = 0, pack_ms = 0;
+  if (result.ok() &&
+      runner.TimePreparationOnFreshMemory(candidate.schedule, &ordering_ms, &pack_ms)) {
+    result.ordering_ms = ordering_ms;
+    result.pack_ms = pack_ms;
+  }
+}
+
 // The final round (FinalRound), timed in options.final_contests contests, each packing its
 // schedules afresh in another order. Each finalist's median contest replaces its first-round
 // time, so the winner is chosen among times taken side by side, and a schedule that is fast in
@@ -165,7 +176,7 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
                        const TuneProgress& progress, Measured& m) {
   const std::vector<TuneCandidate> final_round =
       FinalRound(m.candidates, m.results, runner.sparse(),
-                 OrderingsToTry(runner, options.orderings), FinalRoundSize{});
+                 OrderingsToTry(runner, options.orderings), FinalRoundSize{}, options.calls);
   if (final_round.size() <= 1) return;
   const auto start = std::chrono::steady_clock::now();
   std::vector<Schedule> schedules;
@@ -196,20 +207,21 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
       m.results.insert(m.results.end() - 1, typical);  // the FixedCSR repeat stays last
     }
   }
+  // Chosen by preparation too: each finalist's timed as a caller's first one would be.
+  if (options.calls > 0) {
+    for (size_t c : m.finalists) RetimePreparation(runner, m.candidates[c], m.results[c]);
+  }
   m.stage_ms["final"] = MsSince(start);
 }
 
 // The winner's renumbering and packing timed again on fresh memory: the report's preparation
-// time and break-even count are a caller's, and the packs before it in this process left it
-// memory that is already mapped.
+// time and break-even count are a caller's.
 void RetimeWinnersPreparation(KernelRunner& runner, Measured& m) {
-  const int best = FastestCandidate(m);
+  const int best = WinningCandidate(m);
   if (best < 0) return;
-  double ordering_ms = 0, pack_ms = 0;
-  if (runner.TimePreparationOnFreshMemory(m.candidates[best].schedule, &ordering_ms, &pack_ms)) {
-    m.results[best].ordering_ms = ordering_ms;
-    m.results[best].pack_ms = pack_ms;
-  }
+  // Chosen for a call count, the finalists' were timed so already.
+  if (m.calls > 0 && !m.finalists.empty()) return;
+  RetimePreparation(runner, m.candidates[best], m.results[best]);
 }
 
 TuneCandidateResult LineOf(const TuneCandidate& candidate, const RunResult& r) {
@@ -232,7 +244,7 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
                                       const std::vector<RunResult>& results,
                                       const CooTensor& tensor,
                                       const std::vector<OrderingKind>& orderings,
-                                      const FinalRoundSize& size) {
+                                      const FinalRoundSize& size, int64_t calls) {
   std::vector<OrderingKind> apply;
   if (tensor.order() == 2) {
     for (OrderingKind kind : orderings) {
@@ -244,17 +256,17 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
     if (results[c].ok()) ranked.push_back(c);
   }
   std::sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-    return results[a].time.median_ms < results[b].time.median_ms;
+    return ChoiceCost(results[a], calls) < ChoiceCost(results[b], calls);
   });
+  const double fastest = ranked.empty() ? 0 : ChoiceCost(results[ranked[0]], calls);
   std::vector<TuneCandidate> out;
   size_t unordered = 0;
   for (size_t rank = 0; rank < ranked.size(); ++rank) {
     const TuneCandidate& candidate = candidates[ranked[rank]];
     const bool renumber =
         candidate.schedule.ordering == OrderingKind::kNone && unordered < size.renumbered;
-    const double fastest = results[ranked[0]].time.median_ms;
     const bool close =
-        rank < size.most && results[ranked[rank]].time.median_ms <= (1 + size.within) * fastest;
+        rank < size.most && ChoiceCost(results[ranked[rank]], calls) <= (1 + size.within) * fastest;
     if (rank >= size.least && !close && !renumber) continue;
     AddDistinct(out, candidate);
     if (!renumber) continue;
@@ -279,12 +291,17 @@ RunResult MedianContest(const std::vector<RunResult>& contests) {
   return contests[MedianContestIndex(times)];
 }
 
-int FastestCandidate(const Measured& m) {
+double ChoiceCost(const RunResult& result, int64_t calls) {
+  if (calls <= 0) return result.time.median_ms;
+  return result.ordering_ms + result.pack_ms + static_cast<double>(calls) * result.time.median_ms;
+}
+
+int WinningCandidate(const Measured& m) {
   auto fastest_of = [&](auto&& indices) {
     int best = -1;
     for (size_t c : indices) {
       if (m.results[c].ok() &&
-          (best < 0 || m.results[c].time.median_ms < m.results[best].time.median_ms))
+          (best < 0 || ChoiceCost(m.results[c], m.calls) < ChoiceCost(m.results[best], m.calls)))
         best = static_cast<int>(c);
     }
     return best;
@@ -333,6 +350,7 @@ Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor
                            const TuneProgress& progress) {
   Measured m;
   m.candidates = std::move(candidates);
+  m.calls = options.calls;
   // FixedCSR twice: two timings of identical code show the run's noise.
   std::vector<Schedule> schedules;
   for (const auto& c : m.candidates) schedules.push_back(c.schedule);

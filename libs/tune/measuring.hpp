@@ -68,11 +68,16 @@ struct FinalRoundSize {
 // the luckiest of several close ones (a winner measured 6.5 ms there ran 5.1 ms in bench, where
 // the one stored instead ran 5.7 ms), so the winner is chosen from times taken again, side by
 // side.
+// Ranked by ChoiceCost for `calls`.
 std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidates,
                                       const std::vector<RunResult>& results,
                                       const CooTensor& tensor,
                                       const std::vector<OrderingKind>& orderings,
-                                      const FinalRoundSize& size);
+                                      const FinalRoundSize& size, int64_t calls = 0);
+
+// What a tune minimizes: the time of a call (calls 0: the operand is prepared once and called
+// more often than anyone counts), or the preparation (ordering and packing) plus `calls` calls.
+double ChoiceCost(const RunResult& result, int64_t calls);
 
 struct MeasuringOptions {
   std::string path;      // the operand's file, for messages
@@ -89,6 +94,9 @@ struct MeasuringOptions {
   int second_round_steps = 1;  // each step's schedules drawn from the results of all before it
   // Contests of the final round, each packing afresh; a finalist's median one counts.
   int final_contests = 3;
+  // 0: the winner is the fastest a call; N: the least preparation plus N calls (ChoiceCost),
+  // each finalist's preparation timed again on fresh memory, as a caller's would run.
+  int64_t calls = 0;
 };
 
 // A schedule's result over several contests: the one with the median time (the slower middle
@@ -128,11 +136,12 @@ struct Measured {
   // The candidates the final round timed again (empty when it had fewer than two): the winner
   // is one of them, judged only against times taken beside it.
   std::vector<size_t> finalists;
+  int64_t calls = 0;  // MeasuringOptions::calls: what the winner is chosen for
 };
 
-// The winner: the verified finalist with the least median time, or, without a final round, the
-// verified candidate with the least; -1 when none verified.
-int FastestCandidate(const Measured& m);
+// The winner: the verified finalist of least ChoiceCost, or, without a final round, the
+// verified candidate of least; -1 when none verified.
+int WinningCandidate(const Measured& m);
 
 // Measures `candidates` (FixedCSR first) on `tensor`. Throws MachineBusyError when the times
 // stay disturbed under BusyPolicy::kFail.

@@ -23,6 +23,8 @@ nlohmann::json QueryAnswer::ToJson() const {
   if (hit) {
     out["winner"] = {{"schedule", nlohmann::json::parse(winner_json)}, {"time_ms", winner_ms}};
     out["fixed_csr_ms"] = fixed_csr_ms ? nlohmann::json(*fixed_csr_ms) : nlohmann::json();
+    out["calls"] = calls;
+    if (calls > 0) out["prepare_ms"] = prepare_ms;
     out["updated_at"] = updated_at;
   } else if (!fallback.empty()) {
     out["winner"] = {{"schedule", nlohmann::json::parse(winner_json)}, {"time_ms", nullptr}};
@@ -99,11 +101,13 @@ QueryAnswer Query(const QueryRequest& request) {
     key.machine_id = *machine;
     key.dense = dense;
     key.dtype = request.dtype;
-    if (auto winner = db->FindWinner(key)) {
+    if (auto winner = db->FindWinner(key, request.calls)) {
       answer.hit = true;
       answer.winner_json = winner->schedule.canonical_json;
       answer.winner_ms = winner->time_ms;
       answer.fixed_csr_ms = winner->fixed_csr_ms;
+      answer.calls = winner->calls;
+      answer.prepare_ms = winner->prepare_ms;
       answer.updated_at = winner->updated_at;
       return answer;
     }

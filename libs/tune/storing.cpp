@@ -54,7 +54,7 @@ int64_t StoreResult(Database& db, const TuningKey& key, const std::string& expre
 
 void StoreTune(Database& db, const TuningKey& key, const std::string& expression,
                const MatrixRecord& matrix, const std::vector<TuneCandidate>& candidates,
-               const std::vector<RunResult>& results, int winner) {
+               const std::vector<RunResult>& results, int winner, int64_t calls) {
   db.UpsertMatrix(matrix);
   int64_t winner_id = -1;
   for (size_t c = 0; c < candidates.size(); ++c) {
@@ -63,8 +63,15 @@ void StoreTune(Database& db, const TuningKey& key, const std::string& expression
   }
   if (winner < 0) return;
   const RunResult& fixed = results[0];
-  db.SetWinner(key, winner_id, results[winner].time.median_ms,
-               fixed.ok() ? std::optional<double>(fixed.time.median_ms) : std::nullopt);
+  const std::optional<double> fixed_ms =
+      fixed.ok() ? std::optional<double>(fixed.time.median_ms) : std::nullopt;
+  const RunResult& best = results[winner];
+  if (calls > 0) {
+    db.SetWinnerForCalls(key, calls, winner_id, best.time.median_ms,
+                         best.ordering_ms + best.pack_ms, fixed_ms);
+  } else {
+    db.SetWinner(key, winner_id, best.time.median_ms, fixed_ms);
+  }
 }
 
 }  // namespace sparsetune

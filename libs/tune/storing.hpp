@@ -37,9 +37,10 @@ int64_t StoreResult(Database& db, const TuningKey& key, const std::string& expre
                     const TuneCandidate& candidate, const RunResult& result);
 
 // Stores what a tune found: the matrix, every candidate's result and, when `winner` is one of
-// them (not -1), that candidate as the key's winner beside FixedCSR's time (results[0]).
+// them (not -1), that candidate as the key's winner beside FixedCSR's time (results[0]): the
+// winner per call (calls 0) or the one for `calls` calls, with its preparation time.
 void StoreTune(Database& db, const TuningKey& key, const std::string& expression,
                const MatrixRecord& matrix, const std::vector<TuneCandidate>& candidates,
-               const std::vector<RunResult>& results, int winner);
+               const std::vector<RunResult>& results, int winner, int64_t calls = 0);
 
 }  // namespace sparsetune

@@ -43,7 +43,7 @@ struct Operand {
 // The stored winner's schedule, with the report filled from the database; none when no winner
 // is stored.
 std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, TuneReport& report) {
-  auto winner = db.FindWinner(key);
+  auto winner = db.FindWinner(key, report.calls);
   if (!winner) return std::nullopt;
   report.from_db = true;
   report.winner_json = winner->schedule.canonical_json;
@@ -54,9 +54,12 @@ std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, T
       report.pack_ms = row.pack_ms;
       report.winner_source = row.source;
     }
+    if (row.source == "fixed_csr") report.fixed_csr_pack_ms = row.pack_ms;
     report.candidates.push_back(
         {row.schedule.canonical_json, row.source, "ok", "", row.median_ms, row.pack_ms});
   }
+  // Chosen for a call count, by the preparation timed on fresh memory that was stored with it.
+  if (report.calls > 0) report.pack_ms = winner->prepare_ms;
   report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
   return ParseScheduleText(report.winner_json, "stored winner");
 }
@@ -119,14 +122,15 @@ const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const Tu
   const std::vector<TuneCandidate>& candidates = measured.candidates;
   const std::vector<RunResult>& results = measured.results;
   report.candidates.insert(report.candidates.end(), measured.lines.begin(), measured.lines.end());
-  const int best = FastestCandidate(measured);
+  const int best = WinningCandidate(measured);
   // A wrong FixedCSR is a fault of this program: its results are kept, no winner is.
   const RunResult& fixed = results[0];
   const bool fixed_wrong = !fixed.ok() && fixed.status == RunStatus::kWrongResult;
   const MatrixRecord matrix =
       MatrixRecordOf(operand.fingerprint, std::filesystem::path(request.path).stem().string(),
                      operand.tensor, stats, request.path);
-  StoreTune(db, key, request.expression.text, matrix, candidates, results, fixed_wrong ? -1 : best);
+  StoreTune(db, key, request.expression.text, matrix, candidates, results, fixed_wrong ? -1 : best,
+            request.calls);
   if (fixed_wrong)
     throw InternalError("FixedCSR gave a wrong result on " + request.path + ": " + fixed.message);
   if (best < 0) throw InternalError("no candidate verified on " + request.path);
@@ -163,6 +167,11 @@ nlohmann::json TuneReport::ToJson() const {
   out["ordering_ms"] = ordering_ms;
   out["fixed_csr_pack_ms"] = fixed_csr_pack_ms;
   out["break_even_calls"] = break_even_calls;
+  out["calls"] = calls;
+  if (calls > 0) {
+    out["end_to_end_ms"] = end_to_end_ms();
+    out["fixed_csr_end_to_end_ms"] = fixed_csr_end_to_end_ms();
+  }
   out["noise"] = noise;
   out["disturbed"] = disturbed;
   out["disturbance"] = disturbance;
@@ -203,6 +212,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     if (progress.stage) progress.stage(name);
   };
   TuneReport report;
+  report.calls = request.calls;
   const Expression& e = request.expression;
   report.kernel = KernelKey(request.kernel, e);
   report.expression = e.text;
@@ -266,6 +276,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     measuring.seed = request.seed;
     measuring.on_busy = request.on_busy;
     measuring.orderings = request.orderings;
+    measuring.calls = request.calls;
     const auto waco = WacoTemplate::ForKernel(request.kernel);
     if (waco && request.refine > 0) {
       RefinementOptions refinement;

@@ -54,6 +54,9 @@ struct TuneRequest {
   // Orderings tried on the best schedules of the first round (measuring.hpp).
   std::vector<OrderingKind> orderings = DefaultOrderings();
   static std::vector<OrderingKind> DefaultOrderings() { return sparsetune::DefaultOrderings(); }
+  // 0: the winner is the fastest a call; N: the one of least preparation plus N calls on the
+  // prepared operand, stored apart from the winner per call (for callers who know their count).
+  int64_t calls = 0;
   bool force = false;  // measure again even when a winner is stored
   uint64_t seed = 1;
   std::string emit_dir;  // non-empty: write the winner's standalone kernel there
@@ -73,6 +76,7 @@ struct TuneReport {
   double ordering_ms = 0;         // of which renumbering rows and columns
   double fixed_csr_pack_ms = 0;   // packing CSR
   int64_t break_even_calls = -1;  // -1: the winner saves nothing per call
+  int64_t calls = 0;              // TuneRequest::calls: what the winner was chosen for
   double noise = 0;               // relative spread of two timings of identical FixedCSR code
   // The measurements were still disturbed after measuring again (stored only under
   // BusyPolicy::kStore), why, and how many times the candidates were measured.
@@ -100,6 +104,11 @@ struct TuneReport {
   std::vector<std::string> input_warnings;
 
   double speedup_vs_fixed_csr() const { return winner_ms > 0 ? fixed_csr_ms / winner_ms : 0; }
+  // For `calls` calls on one prepared operand: preparation plus the calls (0 without a count).
+  double end_to_end_ms() const { return calls > 0 ? pack_ms + calls * winner_ms : 0; }
+  double fixed_csr_end_to_end_ms() const {
+    return calls > 0 ? fixed_csr_pack_ms + calls * fixed_csr_ms : 0;
+  }
   // `tune --json`: the fields schemas/tune.schema.json documents.
   nlohmann::json ToJson() const;
 };

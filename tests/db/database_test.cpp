@@ -249,6 +249,36 @@ TEST_F(DatabaseTest, Winners) {
   EXPECT_THROW(db->SetWinner(SpmmKey("unknown", machine), fast, 1.0), InternalError);
 }
 
+// A caller who prepares an operand once and calls it N times is served by the winner for N
+// calls, kept apart from the winner per call and from other counts.
+TEST_F(DatabaseTest, WinnersForACallCountAreKeptApart) {
+  auto db = Database::Open(Path("tune.db"), OpenMode::kReadWrite);
+  int64_t machine = db->UpsertMachine(TestMachine());
+  db->UpsertMatrix(TestMatrix(1));
+  const TuningKey key = SpmmKey("fp1", machine);
+  const int64_t fast_call = db->RecordMeasurement(TestMeasurement(key, 1, 2.0));
+  const int64_t fast_prepare = db->RecordMeasurement(TestMeasurement(key, 2, 2.1));
+  db->SetWinner(key, fast_call, 2.0, 8.0);
+  EXPECT_FALSE(db->FindWinner(key, 10).has_value());
+  db->SetWinnerForCalls(key, 10, fast_prepare, 2.1, 3.0, 8.0);
+  db->SetWinnerForCalls(key, 1000, fast_call, 2.0, 40.0, 8.0);
+  EXPECT_EQ(db->FindWinner(key)->schedule.id, fast_call);
+  const auto for_ten = db->FindWinner(key, 10);
+  ASSERT_TRUE(for_ten);
+  EXPECT_EQ(for_ten->schedule.id, fast_prepare);
+  EXPECT_EQ(for_ten->calls, 10);
+  EXPECT_DOUBLE_EQ(for_ten->time_ms, 2.1);
+  EXPECT_DOUBLE_EQ(for_ten->prepare_ms, 3.0);
+  EXPECT_EQ(db->FindWinner(key, 1000)->schedule.id, fast_call);
+  EXPECT_FALSE(db->FindWinner(key, 11).has_value());
+  EXPECT_EQ(db->Statistics().winners, 3);
+  // Tuned again for 10 calls: replaced, not added.
+  db->SetWinnerForCalls(key, 10, fast_call, 2.0, 40.0, 8.0);
+  EXPECT_EQ(db->FindWinner(key, 10)->schedule.id, fast_call);
+  EXPECT_EQ(db->Statistics().winners, 3);
+  EXPECT_THROW(db->SetWinnerForCalls(key, 0, fast_call, 2.0, 1.0, 8.0), InternalError);
+}
+
 TEST_F(DatabaseTest, StatisticsCounts) {
   auto db = Database::Open(Path("tune.db"), OpenMode::kReadWrite);
   int64_t machine = db->UpsertMachine(TestMachine());
@@ -289,9 +319,10 @@ TEST_F(DatabaseTest, SchemaOneUpgradesToComplexDtypes) {
     const TuningKey key = SpmmKey("fp1", machine);
     db->SetWinner(key, db->RecordMeasurement(TestMeasurement(key, 1, 2.0)), 2.0);
   }
-  // Back to schema 1: migration 2 run with schema 1's dtype constraint.
+  // Back to schema 1: the tables of later migrations dropped, migration 2 run with schema 1's
+  // dtype constraint.
   ASSERT_GE(Migrations().size(), 2u);
-  std::string downgrade = Migrations()[1].sql;
+  std::string downgrade = "DROP TABLE call_count_winners;" + std::string(Migrations()[1].sql);
   const std::string complex_dtypes = "('f32', 'f64', 'c64', 'c128')";
   for (size_t at; (at = downgrade.find(complex_dtypes)) != std::string::npos;)
     downgrade.replace(at, complex_dtypes.size(), "('f32', 'f64')");
@@ -321,6 +352,32 @@ TEST_F(DatabaseTest, SchemaOneUpgradesToComplexDtypes) {
   ASSERT_TRUE(db->FindWinner(complex_key));
   EXPECT_DOUBLE_EQ(db->FindWinner(complex_key)->time_ms, 3.0);
   EXPECT_DOUBLE_EQ(db->FindWinner(SpmmKey("fp1", machine))->time_ms, 2.0);
+}
+
+// A database of schema 2 (no winners for a call count) is upgraded in place when opened: its
+// winners stay, and winners for a call count can be stored beside them.
+TEST_F(DatabaseTest, SchemaTwoUpgradesToCallCountWinners) {
+  const std::string path = Path("two.db");
+  int64_t machine = 0;
+  {
+    auto db = Database::Open(path, OpenMode::kReadWrite);
+    machine = db->UpsertMachine(TestMachine());
+    db->UpsertMatrix(TestMatrix(1));
+    const TuningKey key = SpmmKey("fp1", machine);
+    db->SetWinner(key, db->RecordMeasurement(TestMeasurement(key, 1, 2.0)), 2.0);
+  }
+  RawQuery(path, "DROP TABLE call_count_winners");
+  RawQuery(path, "PRAGMA user_version = 2");
+  ASSERT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  auto db = Database::Open(path, OpenMode::kReadWrite);
+  EXPECT_EQ(db->SchemaVersion(), Database::LatestSchemaVersion());
+  const TuningKey key = SpmmKey("fp1", machine);
+  ASSERT_TRUE(db->FindWinner(key));
+  EXPECT_DOUBLE_EQ(db->FindWinner(key)->time_ms, 2.0);
+  EXPECT_FALSE(db->FindWinner(key, 5));
+  db->SetWinnerForCalls(key, 5, db->FindWinner(key)->schedule.id, 2.0, 0.25, std::nullopt);
+  EXPECT_DOUBLE_EQ(db->FindWinner(key, 5)->prepare_ms, 0.25);
+  EXPECT_EQ(db->Statistics().winners, 2);
 }
 
 TEST_F(DatabaseTest, ReadOnlyMode) {

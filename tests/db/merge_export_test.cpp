@@ -201,5 +201,34 @@ TEST_F(MergeExportTest, ExportsOneLinePerWinner) {
   EXPECT_EQ(RunCli({"db", "export", "--db", Path("w.db")}).exit_code, 2);
 }
 
+// A winner for a call count travels with its count and preparation time: through db merge
+// (the same records as export and import) and in the winners' JSON lines.
+TEST_F(MergeExportTest, WinnersForACallCountTravel) {
+  {
+    auto db = Database::Open(Path("a.db"), OpenMode::kReadWrite);
+    Populate(*db, 0, 0);
+    const TuningKey key = SpmmKey("fp0", *db->FindMachine(TestMachine()));
+    db->SetWinnerForCalls(key, 50, db->TopK(key, 2)[1].schedule.id, 2.0, 0.5, 2.5);
+  }
+  auto merged = Database::Open(Path("m.db"), OpenMode::kReadWrite);
+  merged->MergeDatabase(Path("a.db"));
+  const TuningKey key = SpmmKey("fp0", *merged->FindMachine(TestMachine()));
+  const auto for_50 = merged->FindWinner(key, 50);
+  ASSERT_TRUE(for_50);
+  EXPECT_DOUBLE_EQ(for_50->time_ms, 2.0);
+  EXPECT_DOUBLE_EQ(for_50->prepare_ms, 0.5);
+  EXPECT_DOUBLE_EQ(merged->FindWinner(key)->time_ms, 1.0);
+
+  auto r = RunCli({"db", "export", "--db", Path("m.db"), "--winners", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<nlohmann::json> lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["calls"], 0);
+  EXPECT_FALSE(lines[0].contains("prepare_ms"));
+  EXPECT_EQ(lines[1]["calls"], 50);
+  EXPECT_DOUBLE_EQ(lines[1]["prepare_ms"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(lines[1]["time_ms"].get<double>(), 2.0);
+}
+
 }  // namespace
 }  // namespace sparsetune

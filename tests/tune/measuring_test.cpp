@@ -116,19 +116,45 @@ TEST(FinalRound, AdmitsBeyondTheLeastThoseCloseToTheFastest) {
   EXPECT_EQ(FinalRound(candidates, results, matrix, {}, size).size(), 2u);
 }
 
+TEST(FinalRound, ForACallCountPreparationCounts) {
+  CooTensor matrix;
+  const std::vector<TuneCandidate> candidates = SpmvCandidates(&matrix);
+  std::vector<RunResult> results;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    results.push_back(Timed(1.0 + 0.1 * c));
+    results.back().pack_ms = 100.0 - 10 * c;  // the slower a call, the cheaper to prepare
+  }
+  const FinalRoundSize size{1, 1, 0.0, 0};
+  // Per call, candidate 0; for 10 calls the last (cost 100 - 10c + 10 + c).
+  EXPECT_EQ(FinalRound(candidates, results, matrix, {}, size)[0].json, candidates[0].json);
+  EXPECT_EQ(FinalRound(candidates, results, matrix, {}, size, 10)[0].json, candidates.back().json);
+  EXPECT_DOUBLE_EQ(ChoiceCost(results[1], 0), 1.1);
+  EXPECT_DOUBLE_EQ(ChoiceCost(results[1], 10), 90.0 + 11.0);
+  results[1].ordering_ms = 5;  // renumbering is preparation too
+  EXPECT_DOUBLE_EQ(ChoiceCost(results[1], 10), 95.0 + 11.0);
+}
+
 TEST(FinalRound, TheWinnerIsTheFastestFinalist) {
   // A finalist's typical time, taken in the final round, is not compared with a first-round
   // time that nothing timed again: that one may be the luckiest of a large pool.
   Measured m;
   m.candidates.resize(4);
   m.results = {Timed(9.0), Timed(5.0), Timed(6.0), Timed(5.5), Timed(9.0)};
-  EXPECT_EQ(FastestCandidate(m), 1);  // no final round: the fastest of all
+  EXPECT_EQ(WinningCandidate(m), 1);  // no final round: the fastest of all
   m.finalists = {2, 3};
-  EXPECT_EQ(FastestCandidate(m), 3);
+  EXPECT_EQ(WinningCandidate(m), 3);
   m.results[3].status = RunStatus::kTimedOut;
-  EXPECT_EQ(FastestCandidate(m), 2);
+  EXPECT_EQ(WinningCandidate(m), 2);
   m.results[2].status = RunStatus::kWrongResult;  // no finalist ran: the fastest of the rest
-  EXPECT_EQ(FastestCandidate(m), 1);
+  EXPECT_EQ(WinningCandidate(m), 1);
+  // For 100 calls, 99 ms more preparation outweigh 0.5 ms a call less: 1 + 600 against
+  // 100 + 550.
+  m.results[2].status = m.results[3].status = RunStatus::kOk;
+  m.results[2].pack_ms = 1.0;
+  m.results[3].pack_ms = 100.0;
+  EXPECT_EQ(WinningCandidate(m), 3);
+  m.calls = 100;
+  EXPECT_EQ(WinningCandidate(m), 2);
 }
 
 TEST(FinalRound, AFinalistCountsItsMedianContest) {

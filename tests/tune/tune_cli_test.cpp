@@ -82,6 +82,58 @@ TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
   EXPECT_FALSE(nlohmann::json::parse(miss.out)["hit"].get<bool>());
 }
 
+// A caller who prepares the operand once and calls it N times: the winner is the one of least
+// preparation plus N calls, stored apart from the winner per call, and query --calls answers it.
+TEST(TuneCli, ForACallCountTheWinnerIsChosenWithItsPreparation) {
+  TempDir dir;
+  const std::string db = dir.File("calls.db");
+  const std::vector<std::string> tune = {
+      "tune", kExample,    "--kernel", "spmv",        "--db", db,      "--calls",
+      "1",    "--samples", "3",        "--orderings", "none", "--json"};
+  const auto run = RunCli(tune);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(report["calls"], 1);
+  const double end_to_end = report["end_to_end_ms"].get<double>();
+  EXPECT_NEAR(end_to_end,
+              report["pack_ms"].get<double>() + report["winner"]["time_ms"].get<double>(), 1e-9);
+  int finalists = 0;
+  for (const auto& c : report["candidates"]) {
+    if (c["status"] != "ok" || !c.value("final", false)) continue;
+    ++finalists;
+    EXPECT_GE(c["pack_ms"].get<double>() + c["time_ms"].get<double>(), end_to_end - 1e-9);
+  }
+  EXPECT_GE(finalists, 3);
+
+  auto query = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> args = {"query", kExample, "--kernel", "spmv", "--db", db, "--json"};
+    args.insert(args.end(), more.begin(), more.end());
+    return RunCli(args);
+  };
+  const auto hit = query({"--calls", "1"});
+  ASSERT_EQ(hit.exit_code, 0) << hit.err;
+  const auto answer = nlohmann::json::parse(hit.out);
+  EXPECT_EQ(answer["winner"]["schedule"], report["winner"]["schedule"]);
+  EXPECT_EQ(answer["calls"], 1);
+  EXPECT_NEAR(answer["prepare_ms"].get<double>(), report["pack_ms"].get<double>(), 1e-9);
+  // Neither the winner per call nor one for another count was stored.
+  EXPECT_EQ(query({}).exit_code, 1);
+  const auto other = query({"--calls", "2"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.err.find("--calls 2"), std::string::npos) << other.err;
+
+  const auto again = RunCli(tune);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto stored = nlohmann::json::parse(again.out);
+  EXPECT_TRUE(stored["from_db"].get<bool>());
+  EXPECT_EQ(stored["winner"]["schedule"], report["winner"]["schedule"]);
+  EXPECT_NEAR(stored["end_to_end_ms"].get<double>(), end_to_end, 1e-9);
+
+  const auto negative = RunCli({"tune", kExample, "--kernel", "spmv", "--db", db, "--calls", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("--calls"), std::string::npos) << negative.err;
+}
+
 // After the first round, a second one measures schedules one move from the fastest, in
 // --refine-steps steps of --refine each, never one twice; --refine 0 leaves it out.
 TEST(TuneCli, ASecondRoundMeasuresNeighboursOfTheFirstRoundsBest) {
