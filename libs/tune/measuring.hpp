@@ -64,11 +64,10 @@ struct FinalRoundSize {
 
 // The final round: the first round's verified schedules that FinalRoundSize admits as they are,
 // and its best `size.renumbered` unordered ones renumbered by every ordering in `orderings`
-// that applies to `tensor` (a matrix), to be timed together. The first round's best time is
-// the luckiest of several close ones (a winner measured 6.5 ms there ran 5.1 ms in bench, where
-// the one stored instead ran 5.7 ms), so the winner is chosen from times taken again, side by
-// side.
-// Ranked by ChoiceCost for `calls`.
+// that applies to `tensor` (a matrix), to be timed together; "best" and "within" by ChoiceCost
+// for `calls`. The first round's best time is the luckiest of several close ones (a winner
+// measured 6.5 ms there ran 5.1 ms in bench, where the one stored instead ran 5.7 ms), so the
+// winner is chosen from times taken again, side by side.
 std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidates,
                                       const std::vector<RunResult>& results,
                                       const CooTensor& tensor,
