@@ -305,8 +305,12 @@ void RunQuery(const QueryOptions& o, Context& context) {
   }
   std::printf("%s\n", answer.winner_json.c_str());
   if (answer.hit) {
-    std::fprintf(stderr, "sparsetune query: %s (%s)\n", FormatMs(answer.winner_ms).c_str(),
-                 winner.Summary().c_str());
+    const std::string for_calls =
+        answer.calls > 0 ? ", preparation " + FormatMs(answer.prepare_ms) + ", chosen for " +
+                               std::to_string(answer.calls) + " calls"
+                         : "";
+    std::fprintf(stderr, "sparsetune query: %s a call%s (%s)\n", FormatMs(answer.winner_ms).c_str(),
+                 for_calls.c_str(), winner.Summary().c_str());
   } else {
     std::fprintf(stderr,
                  "sparsetune query: no stored schedule for %s (%s); answering with Scorch's "
