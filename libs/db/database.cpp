@@ -453,6 +453,19 @@ int64_t Database::RecordFailure(const FailureRecord& record) {
   return schedule_id;
 }
 
+namespace {
+
+// Binds a winner's key (matrix_id, kernel, machine_id, dense, dtype) to parameters 1 to 5.
+Statement& BindWinnerKey(Statement& statement, int64_t matrix_id, const TuningKey& key) {
+  return statement.Bind(1, matrix_id)
+      .Bind(2, key.kernel)
+      .Bind(3, key.machine_id)
+      .Bind(4, DenseSizesToText(key.dense))
+      .Bind(5, DTypeName(key.dtype));
+}
+
+}  // namespace
+
 void Database::SetWinner(const TuningKey& key, int64_t schedule_id, double time_ms,
                          std::optional<double> fixed_csr_ms) {
   RequireWritable("SetWinner");
@@ -464,11 +477,7 @@ void Database::SetWinner(const TuningKey& key, int64_t schedule_id, double time_
         "ON CONFLICT (matrix_id, kernel, machine_id, dense, dtype) DO UPDATE SET "
         "schedule_id = excluded.schedule_id, time_ms = excluded.time_ms, "
         "fixed_csr_ms = excluded.fixed_csr_ms, updated_at = excluded.updated_at");
-    insert.Bind(1, matrix_id)
-        .Bind(2, key.kernel)
-        .Bind(3, key.machine_id)
-        .Bind(4, DenseSizesToText(key.dense))
-        .Bind(5, DTypeName(key.dtype))
+    BindWinnerKey(insert, matrix_id, key)
         .Bind(6, schedule_id)
         .Bind(7, time_ms)
         .Bind(8, fixed_csr_ms)
@@ -490,11 +499,7 @@ void Database::SetWinnerForCalls(const TuningKey& key, int64_t calls, int64_t sc
         "schedule_id = excluded.schedule_id, time_ms = excluded.time_ms, "
         "prepare_ms = excluded.prepare_ms, fixed_csr_ms = excluded.fixed_csr_ms, "
         "updated_at = excluded.updated_at");
-    insert.Bind(1, matrix_id)
-        .Bind(2, key.kernel)
-        .Bind(3, key.machine_id)
-        .Bind(4, DenseSizesToText(key.dense))
-        .Bind(5, DTypeName(key.dtype))
+    BindWinnerKey(insert, matrix_id, key)
         .Bind(6, calls)
         .Bind(7, schedule_id)
         .Bind(8, time_ms)

@@ -307,18 +307,21 @@ TEST_F(DatabaseTest, StatisticsCounts) {
   EXPECT_EQ(json["winners"], 3);
 }
 
+// A database at `path` with one SpMM winner (2 ms) of matrix 1 ("fp1"); its machine's id.
+int64_t StoreOneWinner(const std::string& path) {
+  auto db = Database::Open(path, OpenMode::kReadWrite);
+  const int64_t machine = db->UpsertMachine(TestMachine());
+  db->UpsertMatrix(TestMatrix(1));
+  const TuningKey key = SpmmKey("fp1", machine);
+  db->SetWinner(key, db->RecordMeasurement(TestMeasurement(key, 1, 2.0)), 2.0);
+  return machine;
+}
+
 // A database of schema 1 (f32 and f64 only) is upgraded in place when opened: its rows stay,
 // and complex winners can be stored next to them.
 TEST_F(DatabaseTest, SchemaOneUpgradesToComplexDtypes) {
   const std::string path = Path("old.db");
-  int64_t machine = 0;
-  {
-    auto db = Database::Open(path, OpenMode::kReadWrite);
-    machine = db->UpsertMachine(TestMachine());
-    db->UpsertMatrix(TestMatrix(1));
-    const TuningKey key = SpmmKey("fp1", machine);
-    db->SetWinner(key, db->RecordMeasurement(TestMeasurement(key, 1, 2.0)), 2.0);
-  }
+  const int64_t machine = StoreOneWinner(path);
   // Back to schema 1: the tables of later migrations dropped, migration 2 run with schema 1's
   // dtype constraint.
   ASSERT_GE(Migrations().size(), 2u);
@@ -358,14 +361,7 @@ TEST_F(DatabaseTest, SchemaOneUpgradesToComplexDtypes) {
 // winners stay, and winners for a call count can be stored beside them.
 TEST_F(DatabaseTest, SchemaTwoUpgradesToCallCountWinners) {
   const std::string path = Path("two.db");
-  int64_t machine = 0;
-  {
-    auto db = Database::Open(path, OpenMode::kReadWrite);
-    machine = db->UpsertMachine(TestMachine());
-    db->UpsertMatrix(TestMatrix(1));
-    const TuningKey key = SpmmKey("fp1", machine);
-    db->SetWinner(key, db->RecordMeasurement(TestMeasurement(key, 1, 2.0)), 2.0);
-  }
+  const int64_t machine = StoreOneWinner(path);
   RawQuery(path, "DROP TABLE call_count_winners");
   RawQuery(path, "PRAGMA user_version = 2");
   ASSERT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
