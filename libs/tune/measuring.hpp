@@ -94,7 +94,9 @@ struct MeasuringOptions {
   // Contests of the final round, each packing afresh; a finalist's median one counts.
   int final_contests = 3;
   // 0: the winner is the fastest a call; N: the least preparation plus N calls (ChoiceCost),
-  // each finalist's preparation timed again on fresh memory, as a caller's would run.
+  // with the preparation of the candidates that could be finalists (twice FinalRoundSize's
+  // most, by cost) timed again on fresh memory, as a caller's would run, before the final
+  // round is drawn.
   int64_t calls = 0;
 };
 
