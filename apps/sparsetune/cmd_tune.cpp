@@ -296,8 +296,8 @@ void RunQuery(const QueryOptions& o, Context& context) {
     }
     Schedule emitted = winner;
     if (!pattern) emitted.narrow_coordinates = false;
-    out["emitted"] =
-        EmitKernel(o.emit, request.kernel, k.expression, sizes, k.dtype, emitted, pattern.get());
+    out["emitted"] = EmitKernel(o.emit, request.kernel, k.expression, sizes, k.dtype, emitted,
+                                pattern.get(), answer.calls);
   }
   if (o.json) {
     std::cout << out.dump(2) << "\n";

@@ -100,6 +100,7 @@ struct EmittedKernel {
   std::vector<std::string> tensor_names;   // per convertible tensor, as a C identifier
   // partition and community need METIS and igraph: libsparsetune_orderings computes them.
   bool external_ordering = false;
+  int64_t calls = 0;  // the call count the schedule was chosen for (0: the fastest call)
 
   OrderingKind ordering() const { return schedule.ordering; }
   bool ordered() const { return ordering() != OrderingKind::kNone; }
@@ -254,6 +255,15 @@ std::vector<std::string> HeaderProse(const EmittedKernel& k) {
                     "general loop where a tile does not fill).");
   }
   prose.push_back(OrderingParagraph(k));
+  if (k.calls > 0) {
+    const std::string count = std::to_string(k.calls) + (k.calls == 1 ? " call" : " calls");
+    prose.push_back("Chosen for " + count +
+                    ". tune chose this schedule for the least preparation (" + name +
+                    "_pack_* with its ordering) plus " + count +
+                    " on one packed operand (--calls), not for the fastest call: a "
+                    "caller that calls one operand far more often gets a faster call from the "
+                    "schedule tuned without --calls.");
+  }
   prose.push_back(
       "Threads. Calls run on the threads OpenMP gives the calling thread (omp_get_max_threads(): "
       "OMP_NUM_THREADS, omp_set_num_threads)" +
@@ -1000,7 +1010,8 @@ void PrepareEmitDirectory(const std::string& dir) {
 std::vector<std::string> EmitKernel(const std::string& dir, const std::string& kernel,
                                     const Expression& e,
                                     const std::map<std::string, int64_t>& sizes, DType dtype,
-                                    const Schedule& input_schedule, const CooTensor* pattern) {
+                                    const Schedule& input_schedule, const CooTensor* pattern,
+                                    int64_t calls) {
   Schedule schedule = input_schedule;
   schedule.Canonicalize();
   LowerOutcome lowered = Lower(e, schedule);
@@ -1009,6 +1020,7 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
   const StorageFormat& format = k.nest.storage;
   // The interface first: names, value type, dense operands and their conversions.
   k.name = EmittedName(kernel);
+  k.calls = calls;
   k.dtype = dtype;
   k.value = DTypeCName(dtype);
   k.value_type = k.name + "_value";  // lets callers write the type once

@@ -46,10 +46,12 @@ void PrepareEmitDirectory(const std::string& dir);
 // order. `pattern` is the operand the schedule was tuned on: its packing tells the coordinate
 // widths the kernel is generated for; the source also holds a variant for 32-bit coordinates,
 // which an operand whose coordinates do not fit them runs. Returns the paths written. Throws
-// InputError when the schedule does not lower or the format does not apply.
+// InputError when the schedule does not lower or the format does not apply. `calls` (above 0)
+// is the call count the schedule was chosen for (tune --calls), which the header states.
 std::vector<std::string> EmitKernel(const std::string& dir, const std::string& kernel,
                                     const Expression& expression,
                                     const std::map<std::string, int64_t>& sizes, DType dtype,
-                                    const Schedule& schedule, const CooTensor* pattern);
+                                    const Schedule& schedule, const CooTensor* pattern,
+                                    int64_t calls = 0);
 
 }  // namespace sparsetune

@@ -305,7 +305,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   if (!request.emit_dir.empty()) {
     stage("emitting");
     report.emitted_files = EmitKernel(request.emit_dir, request.kernel, e, operand.sizes,
-                                      request.dtype, *winner, &operand.tensor);
+                                      request.dtype, *winner, &operand.tensor, request.calls);
   }
   report.tune_ms = MsSince(start);
   return report;

@@ -122,8 +122,24 @@ TEST(TuneCli, ForACallCountTheWinnerIsChosenWithItsPreparation) {
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_NE(other.err.find("--calls 2"), std::string::npos) << other.err;
 
-  const auto again = RunCli(tune);
+  // An emitted kernel's header says what it was chosen for.
+  auto emitted_header = [&](const std::string& emit_dir) {
+    for (const auto& entry : std::filesystem::directory_iterator(emit_dir)) {
+      if (entry.path().extension() != ".h") continue;
+      std::ifstream in(entry.path());
+      return std::string((std::istreambuf_iterator<char>(in)), {});
+    }
+    return std::string();
+  };
+  const auto queried = query({"--calls", "1", "--emit", dir.File("queried")});
+  ASSERT_EQ(queried.exit_code, 0) << queried.err;
+  EXPECT_NE(emitted_header(dir.File("queried")).find("Chosen for 1 call."), std::string::npos);
+
+  std::vector<std::string> tune_again = tune;
+  tune_again.insert(tune_again.end(), {"--emit", dir.File("tuned")});
+  const auto again = RunCli(tune_again);
   ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(emitted_header(dir.File("tuned")).find("Chosen for 1 call."), std::string::npos);
   const auto stored = nlohmann::json::parse(again.out);
   EXPECT_TRUE(stored["from_db"].get<bool>());
   EXPECT_EQ(stored["winner"]["schedule"], report["winner"]["schedule"]);
