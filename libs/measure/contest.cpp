@@ -1,6 +1,8 @@
 #include "measure/contest.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -8,6 +10,43 @@
 #include "measure/operands.hpp"
 
 namespace sparsetune {
+
+namespace {
+
+// Scales each group's times by the drift anchor's median over the groups divided by its median
+// in that group, when those medians spread more than kDriftTolerance; the anchor's result is
+// its timing in the group of median speed.
+void CorrectDrift(size_t anchor, const std::vector<TimingResult>& anchor_times,
+                  const std::vector<size_t>& group_of, std::vector<RunResult>& results) {
+  if (anchor_times.empty()) return;
+  std::vector<double> medians;
+  for (const TimingResult& t : anchor_times) medians.push_back(t.median_ms);
+  const size_t typical = MedianContestIndex(medians);
+  const double reference = medians[typical];
+  results[anchor].time = anchor_times[typical];
+  for (const TimingResult& t : anchor_times) {
+    if (!t.timed_out) continue;
+    results[anchor].status = RunStatus::kTimedOut;
+    results[anchor].message = "a run took " + std::to_string(t.max_ms) + " ms, over the limit";
+  }
+  const double slowest = *std::max_element(medians.begin(), medians.end());
+  const double fastest = *std::min_element(medians.begin(), medians.end());
+  if (!(fastest > 0) || slowest <= (1 + kDriftTolerance) * fastest) return;
+  for (size_t s = 0; s < results.size(); ++s) {
+    if (s == anchor || !results[s].ok() || group_of[s] == SIZE_MAX) continue;
+    ScaleForDrift(results[s], reference / medians[group_of[s]]);
+  }
+}
+
+}  // namespace
+
+void ScaleForDrift(RunResult& result, double scale) {
+  if (!result.ok()) return;
+  result.time.median_ms *= scale;
+  result.time.min_ms *= scale;
+  result.time.max_ms *= scale;
+  result.time.drift_scale *= scale;
+}
 
 std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<Schedule>& schedules,
                                        Jit& jit, const ContestOptions& options,
@@ -38,8 +77,9 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
   const int64_t budget =
       options.memory_budget_bytes > 0 ? options.memory_budget_bytes : AvailableMemoryBytes() / 2;
   size_t groups = 0;
+  size_t grouped = n;  // the schedules timed in groups (all but a drift anchor)
   // Verifications plus groups, the groups still to come counted at full size.
-  auto total_after = [&](size_t next) { return n + groups + (n - next + group - 1) / group; };
+  auto total_after = [&](size_t next) { return n + groups + (grouped - next + group - 1) / group; };
 
   // Groups drawn in a seeded shuffle, so no schedule is always timed beside the same ones.
   // A group is prepared, verified and timed, then released: only one group's packed operands
@@ -50,12 +90,41 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
   std::mt19937_64 rng(options.seed);
   std::shuffle(order.begin(), order.end(), rng);
   PinOpenMpThreads();
-  for (size_t next = 0; next < n;) {
+
+  // The drift anchor, when the schedules need several groups: prepared once, timed in each.
+  PreparedKernel anchor;
+  bool anchored = false;
+  std::vector<TimingResult> anchor_times;     // per group
+  std::vector<size_t> group_of(n, SIZE_MAX);  // the group each timed schedule was timed in
+  if (options.drift_anchor && *options.drift_anchor < n && n > group) {
+    const size_t a = *options.drift_anchor;
+    order.erase(std::find(order.begin(), order.end(), a));
+    grouped = order.size();
+    if (observer.before_verify) observer.before_verify(a);
+    try {
+      anchor = runner.Prepare(schedules[a], verify);
+      results[a] = anchor.result();
+      anchored = anchor.ok() && !(limit > 0 && anchor.result().verify_run_ms > limit);
+    } catch (const std::exception& e) {
+      results[a].status = RunStatus::kInvalidSchedule;
+      results[a].message = e.what();
+    }
+    if (results[a].ok() && !anchored) {
+      results[a].status = RunStatus::kTimedOut;
+      results[a].message = "the verifying run took " +
+                           std::to_string(anchor.result().verify_run_ms) +
+                           " ms, over the limit of " + std::to_string(limit) + " ms";
+    }
+    ++done;
+  }
+
+  for (size_t next = 0; next < order.size();) {
     std::vector<PreparedKernel> prepared;
     std::vector<size_t> owner;  // prepared[k] measures schedules[owner[k]]
-    int64_t held = 0, largest = 0;
+    const int64_t anchor_bytes = anchored ? anchor.bytes() : 0;
+    int64_t held = anchor_bytes, largest = anchor_bytes;
     ++groups;
-    for (size_t members = 0; next < n && members < group; ++members) {
+    for (size_t members = 0; next < order.size() && members < group; ++members) {
       if (!prepared.empty() && held + largest > budget) break;
       const size_t s = order[next++];
       PreparedKernel p;
@@ -90,11 +159,17 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
     std::vector<bool> in_full(owner.size());
     for (size_t k = 0; k < owner.size(); ++k)
       in_full[k] = std::count(options.timed_in_full.begin(), options.timed_in_full.end(), owner[k]);
+    if (anchored && !prepared.empty()) {
+      runs.push_back([&anchor] { anchor.Call(); });
+      in_full.push_back(true);
+    }
     const std::vector<TimingResult> times =
         TimeInterleaved(runs, options.run.timing, rng(), in_full);
+    if (anchored && !prepared.empty()) anchor_times.push_back(times.back());
     for (size_t k = 0; k < prepared.size(); ++k) {
       RunResult& r = results[owner[k]];
       r.time = times[k];
+      if (anchored) group_of[owner[k]] = anchor_times.size() - 1;
       if (r.time.timed_out) {
         r.status = RunStatus::kTimedOut;
         r.message = "a run took " + std::to_string(r.time.max_ms) + " ms, over the limit of " +
@@ -104,6 +179,11 @@ std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<S
     ++done;
     report(total_after(next));
   }
+  // No group had a kernel to time: the anchor is timed alone.
+  if (anchored && anchor_times.empty())
+    anchor_times =
+        TimeInterleaved({[&anchor] { anchor.Call(); }}, options.run.timing, rng(), {true});
+  if (anchored) CorrectDrift(*options.drift_anchor, anchor_times, group_of, results);
   return results;
 }
 

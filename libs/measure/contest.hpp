@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "ir/schedule.hpp"
@@ -21,14 +22,29 @@ struct ContestOptions {
   uint64_t seed = 1;  // which contenders share a group, and the order of their rounds
   // Schedules timed in full whatever run.timing.drop_slower_than says (TimeInterleaved).
   std::vector<size_t> timed_in_full;
+  // A schedule timed in every group when there are several (then kept prepared throughout).
+  // Groups are timed one after another, and a virtual machine's speed drifts between them
+  // (every contender 10-35% slower a minute later, memory-bound kernels alike), which
+  // interleaving within a group cannot cancel. When the anchor's medians in the groups spread
+  // more than kDriftTolerance, each group's times are scaled by the anchor's median over the
+  // groups divided by its median in that group.
+  std::optional<size_t> drift_anchor;
 };
+
+// The anchor's medians within this share of each other are left alone: the anchor's own noise.
+constexpr double kDriftTolerance = 0.03;
+
+// A verified time scaled for drift (its median, fastest and slowest run; drift_scale says by
+// how much in all).
+void ScaleForDrift(RunResult& result, double scale);
 
 // Measures schedules of one operand side by side, fairly: every schedule is lowered, packed
 // and generated, the distinct kernels are compiled `compile_jobs` at a time, each is verified
 // against the reference (a verifying call slower than max_ms_per_run times out there), and the
 // verified ones are timed together with TimeInterleaved, in groups of group_size drawn in a
-// seeded shuffle (smaller when the memory budget says so). Result i belongs to schedules[i]: a
-// verified time, or the status and the reason it has none.
+// seeded shuffle (smaller when the memory budget says so), with the drift anchor, if any, in
+// each. Result i belongs to schedules[i]: a verified time (corrected for drift), or the status
+// and the reason it has none.
 //
 // The observer hears of each step: before_verify(s) before the first call of schedules[s]'s
 // kernel (a kernel that never returns hangs there), before_group(members) before a group is

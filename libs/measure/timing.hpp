@@ -65,6 +65,8 @@ struct TimingResult {
   // Median nanoseconds of a cache line's round trip between the first two timing threads
   // over the last attempt's rounds (0: one thread). See ThreadRoundTripNs.
   double round_trip_ns = 0;
+  // What MeasureTogether's drift correction multiplied the times by (1: none).
+  double drift_scale = 1;
 };
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);

@@ -56,6 +56,7 @@ ContestOptions TuneContest(KernelRunner& runner, const TuneCandidate& fixed_csr,
     contest.run.timing.max_ms_per_run = std::max(options.max_ms, 20 * fixed.result().verify_run_ms);
   }
   contest.seed = options.seed;
+  contest.drift_anchor = 0;  // FixedCSR, first
   if (options.on_busy == BusyPolicy::kIgnore) contest.run.timing.disturbance_retries = 0;
   return contest;
 }
@@ -149,9 +150,18 @@ bool MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& co
       runner, schedules, jit, round, observer, options, progress, &attempts, &disturbance);
   if (m.disturbance.empty()) m.disturbance = disturbance;
   m.attempts = std::max(m.attempts, attempts);
+  // Measured a minute after the first round, on a machine whose speed drifts: scaled by
+  // FixedCSR's time then over its time now, as the first round's groups are (MeasureTogether).
+  double scale = 1;
+  if (m.results[0].ok() && results[0].ok() && results[0].time.median_ms > 0) {
+    const double then = m.results[0].time.median_ms, now = results[0].time.median_ms;
+    if (std::max(then, now) > (1 + kDriftTolerance) * std::min(then, now)) scale = then / now;
+  }
   for (size_t o = 0; o < more.size(); ++o) {
+    RunResult result = results[o + 1];
+    ScaleForDrift(result, scale);
     m.candidates.push_back(std::move(more[o]));
-    m.results.insert(m.results.end() - 1, results[o + 1]);  // the FixedCSR repeat stays last
+    m.results.insert(m.results.end() - 1, result);  // the FixedCSR repeat stays last
   }
   m.stage_ms["second"] += MsSince(start);
   return true;

@@ -94,6 +94,49 @@ TEST_F(Contest, OneResultPerScheduleInInputOrder) {
   EXPECT_EQ(results[4].source_path, results[0].source_path);
 }
 
+// Groups are timed one after another on a machine whose speed drifts: the drift anchor is
+// timed beside every group (not as a member of one), and each group's times are scaled alike.
+TEST_F(Contest, TheDriftAnchorIsTimedInEveryGroup) {
+  const std::vector<Schedule> schedules = Schedules();
+  ContestOptions options;
+  options.run.timing = Quick();
+  options.group_size = 2;  // {2, 3, 4} in two groups
+  options.drift_anchor = 0;
+  std::vector<std::vector<size_t>> groups;
+  size_t last_done = 0, last_total = 0;
+  ContestObserver observer;
+  observer.before_group = [&](const std::vector<size_t>& members) { groups.push_back(members); };
+  observer.after_step = [&](size_t done, size_t total) {
+    EXPECT_LE(done, total);
+    last_done = done;
+    last_total = total;
+  };
+  const std::vector<RunResult> results =
+      MeasureTogether(runner_, schedules, jit_, options, observer);
+  ASSERT_EQ(results.size(), schedules.size());
+  EXPECT_EQ(results[1].status, RunStatus::kInvalidSchedule);
+  for (size_t s : {0, 2, 3, 4}) {
+    EXPECT_TRUE(results[s].ok()) << s << ": " << results[s].message;
+    EXPECT_TRUE(results[s].verified) << s;
+    EXPECT_GE(results[s].time.reps, 3) << s;
+    EXPECT_GT(results[s].time.drift_scale, 0) << s;
+  }
+  EXPECT_EQ(results[0].time.drift_scale, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  std::set<size_t> members;
+  for (const auto& group : groups) {
+    for (size_t s : group) {
+      EXPECT_NE(s, 0u) << "the anchor is no group's member";
+      members.insert(s);
+      EXPECT_EQ(results[s].time.drift_scale, results[group.front()].time.drift_scale) << s;
+    }
+  }
+  EXPECT_EQ(members, (std::set<size_t>{2, 3, 4}));
+  // Five verifications (the anchor's first) and two groups.
+  EXPECT_EQ(last_done, 7u);
+  EXPECT_EQ(last_total, 7u);
+}
+
 // Operands too large to hold a full group are timed in smaller groups, not all at once.
 TEST_F(Contest, AMemoryBudgetClosesGroupsEarly) {
   const std::vector<Schedule> schedules = Schedules();
