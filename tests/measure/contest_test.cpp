@@ -24,6 +24,18 @@ TimingOptions Quick() {
   return t;
 }
 
+// The steps a contest reports: the last done and total counts, each done within its total.
+struct StepCounts {
+  size_t done = 0, total = 0;
+  void Watch(ContestObserver& observer) {
+    observer.after_step = [this](size_t d, size_t t) {
+      EXPECT_LE(d, t);
+      done = d;
+      total = t;
+    };
+  }
+};
+
 class Contest : public ::testing::Test {
  protected:
   Contest() : runner_(e_, matrix_, ResolveIndexSizes(e_, matrix_.dims, {}), DType::kF32, jit_) {}
@@ -103,14 +115,10 @@ TEST_F(Contest, TheDriftAnchorIsTimedInEveryGroup) {
   options.group_size = 2;  // {2, 3, 4} in two groups
   options.drift_anchor = 0;
   std::vector<std::vector<size_t>> groups;
-  size_t last_done = 0, last_total = 0;
   ContestObserver observer;
   observer.before_group = [&](const std::vector<size_t>& members) { groups.push_back(members); };
-  observer.after_step = [&](size_t done, size_t total) {
-    EXPECT_LE(done, total);
-    last_done = done;
-    last_total = total;
-  };
+  StepCounts steps;
+  steps.Watch(observer);
   const std::vector<RunResult> results =
       MeasureTogether(runner_, schedules, jit_, options, observer);
   ASSERT_EQ(results.size(), schedules.size());
@@ -133,8 +141,8 @@ TEST_F(Contest, TheDriftAnchorIsTimedInEveryGroup) {
   }
   EXPECT_EQ(members, (std::set<size_t>{2, 3, 4}));
   // Five verifications (the anchor's first) and two groups.
-  EXPECT_EQ(last_done, 7u);
-  EXPECT_EQ(last_total, 7u);
+  EXPECT_EQ(steps.done, 7u);
+  EXPECT_EQ(steps.total, 7u);
 }
 
 // Operands too large to hold a full group are timed in smaller groups, not all at once.
@@ -145,16 +153,12 @@ TEST_F(Contest, AMemoryBudgetClosesGroupsEarly) {
   options.group_size = 16;
   options.memory_budget_bytes = 1;  // less than any packed operand: one kernel per group
   std::vector<size_t> group_sizes;
-  size_t last_done = 0, last_total = 0;
   ContestObserver observer;
   observer.before_group = [&](const std::vector<size_t>& members) {
     group_sizes.push_back(members.size());
   };
-  observer.after_step = [&](size_t done, size_t total) {
-    EXPECT_LE(done, total);
-    last_done = done;
-    last_total = total;
-  };
+  StepCounts steps;
+  steps.Watch(observer);
   const std::vector<RunResult> results =
       MeasureTogether(runner_, schedules, jit_, options, observer);
   for (size_t s : {0, 2, 3, 4}) {
@@ -164,14 +168,14 @@ TEST_F(Contest, AMemoryBudgetClosesGroupsEarly) {
     EXPECT_LE(results[s].time.reps, 3 * kMaxTurnCalls) << s;
   }
   EXPECT_EQ(group_sizes, (std::vector<size_t>{1, 1, 1, 1}));
-  EXPECT_EQ(last_done, last_total);
+  EXPECT_EQ(steps.done, steps.total);
 
   // With room for all of them, one group.
   options.memory_budget_bytes = int64_t(1) << 40;
   group_sizes.clear();
   MeasureTogether(runner_, schedules, jit_, options, observer);
   EXPECT_EQ(group_sizes, (std::vector<size_t>{4}));
-  EXPECT_EQ(last_done, last_total);
+  EXPECT_EQ(steps.done, steps.total);
 }
 
 TEST_F(Contest, RunsOverTheLimitAreReportedAsTimedOut) {
