@@ -13,9 +13,8 @@ namespace sparsetune {
 
 namespace {
 
-// Scales each group's times by the drift anchor's median over the groups divided by its median
-// in that group, when those medians spread more than kDriftTolerance; the anchor's result is
-// its timing in the group of median speed.
+// Scales each group's times by DriftScale of the drift anchor's median over the groups and its
+// median in that group; the anchor's result is its timing in the group of median speed.
 void CorrectDrift(size_t anchor, const std::vector<TimingResult>& anchor_times,
                   const std::vector<size_t>& group_of, std::vector<RunResult>& results) {
   if (anchor_times.empty()) return;
@@ -29,16 +28,20 @@ void CorrectDrift(size_t anchor, const std::vector<TimingResult>& anchor_times,
     results[anchor].status = RunStatus::kTimedOut;
     results[anchor].message = "a run took " + std::to_string(t.max_ms) + " ms, over the limit";
   }
-  const double slowest = *std::max_element(medians.begin(), medians.end());
-  const double fastest = *std::min_element(medians.begin(), medians.end());
-  if (!(fastest > 0) || slowest <= (1 + kDriftTolerance) * fastest) return;
   for (size_t s = 0; s < results.size(); ++s) {
-    if (s == anchor || !results[s].ok() || group_of[s] == SIZE_MAX) continue;
-    ScaleForDrift(results[s], reference / medians[group_of[s]]);
+    if (s == anchor || group_of[s] == SIZE_MAX) continue;
+    ScaleForDrift(results[s], DriftScale(reference, medians[group_of[s]]));
   }
 }
 
 }  // namespace
+
+double DriftScale(double reference_ms, double anchor_ms) {
+  if (!(reference_ms > 0) || !(anchor_ms > 0)) return 1;
+  const bool drifted =
+      std::max(reference_ms, anchor_ms) > (1 + kDriftTolerance) * std::min(reference_ms, anchor_ms);
+  return drifted ? reference_ms / anchor_ms : 1;
+}
 
 void ScaleForDrift(RunResult& result, double scale) {
   if (!result.ok()) return;

@@ -25,14 +25,18 @@ struct ContestOptions {
   // A schedule timed in every group when there are several (then kept prepared throughout).
   // Groups are timed one after another, and a virtual machine's speed drifts between them
   // (every contender 10-35% slower a minute later, memory-bound kernels alike), which
-  // interleaving within a group cannot cancel. When the anchor's medians in the groups spread
-  // more than kDriftTolerance, each group's times are scaled by the anchor's median over the
-  // groups divided by its median in that group.
+  // interleaving within a group cannot cancel. Each group's times are scaled by DriftScale of the
+  // anchor's median over the groups and its median in that group.
   std::optional<size_t> drift_anchor;
 };
 
-// The anchor's medians within this share of each other are left alone: the anchor's own noise.
+// A group whose anchor ran within this share of its typical time is left alone: the anchor's
+// own noise.
 constexpr double kDriftTolerance = 0.03;
+
+// The factor that brings times measured beside an anchor that ran `anchor_ms` to where the
+// anchor ran `reference_ms`: their ratio, or 1 when they are within kDriftTolerance.
+double DriftScale(double reference_ms, double anchor_ms);
 
 // A verified time scaled for drift (its median, fastest and slowest run; drift_scale says by
 // how much in all).
