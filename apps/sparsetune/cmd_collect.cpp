@@ -133,6 +133,14 @@ void PrintSummary(const CollectReport& report) {
                  report.kernel.c_str(), 100 * tally.TwinSpread(0.5), 100 * tally.TwinSpread(0.9),
                  tally.twin_spreads.size());
   }
+  if (tally.DriftCorrection(1) > 0) {
+    std::fprintf(stderr,
+                 "collect %s: the machine's speed drifted between a matrix's groups of "
+                 "schedules: their times were scaled by FixedCSR's, timed in every group, by "
+                 "%.1f%% at the median and %.1f%% at most (%zu matrices)\n",
+                 report.kernel.c_str(), 100 * tally.DriftCorrection(0.5),
+                 100 * tally.DriftCorrection(1), tally.drift_corrections.size());
+  }
   if (tally.twins_retimed > 0) {
     std::fprintf(stderr,
                  "collect %s: %lld matrices were measured again: two timings of the same "

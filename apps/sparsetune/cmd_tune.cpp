@@ -114,7 +114,10 @@ void PrintLegend() {
       "              timed; those the packer refused (padding over 20 x nnz), lowering rejected,\n"
       "              that failed verification or ran too long are counted apart\n"
       "  noise       the relative difference of two timings of identical FixedCSR code in this\n"
-      "              run: a speedup within it may be noise\n"
+      "              run: a speedup within it may be noise. Candidates are timed in groups one\n"
+      "              after another, FixedCSR in every group; when the machine's speed drifted\n"
+      "              between groups, each group's times were scaled by FixedCSR's, and the\n"
+      "              largest such correction is shown\n"
       "  machine     quiet, or disturbed: other processes held the cores, or the threads moved\n"
       "              between cores that share a cache and cores that do not, while measuring\n");
 }
@@ -159,8 +162,12 @@ void PrintReport(const TuneReport& r, bool explain) {
     std::printf("  model       not consulted: %s\n", r.model_skipped.c_str());
   if (!r.from_db) {
     std::printf("  candidates  %s\n", CandidateCounts(r).c_str());
-    std::printf("  noise       %.1f%% between two timings of identical FixedCSR code\n",
+    std::printf("  noise       %.1f%% between two timings of identical FixedCSR code",
                 100 * r.noise);
+    if (r.drift_correction > 0)
+      std::printf("; times scaled for drift between groups by up to %.1f%%",
+                  100 * r.drift_correction);
+    std::printf("\n");
   }
   if (r.disturbed) {
     std::printf("  machine     disturbed: %s; stored anyway (--on-busy)\n", r.disturbance.c_str());

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -37,12 +38,24 @@ int64_t CollectTally::failed_total() const {
   return n;
 }
 
+namespace {
+
+// The `q` quantile (0 to 1) of `values`, nearest rank; 0 when there are none.
+double NearestRankQuantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double rank = std::ceil(q * static_cast<double>(values.size()));
+  return values[std::clamp<size_t>(static_cast<size_t>(rank), 1, values.size()) - 1];
+}
+
+}  // namespace
+
 double CollectTally::TwinSpread(double q) const {
-  if (twin_spreads.empty()) return 0;
-  std::vector<double> sorted = twin_spreads;
-  std::sort(sorted.begin(), sorted.end());
-  const double rank = std::ceil(q * static_cast<double>(sorted.size()));
-  return sorted[std::clamp<size_t>(static_cast<size_t>(rank), 1, sorted.size()) - 1];
+  return NearestRankQuantile(twin_spreads, q);
+}
+
+double CollectTally::DriftCorrection(double q) const {
+  return NearestRankQuantile(drift_corrections, q);
 }
 
 nlohmann::json CollectTally::ToJson() const {
@@ -54,6 +67,7 @@ nlohmann::json CollectTally::ToJson() const {
           {"disturbed", disturbed},
           {"twins_retimed", twins_retimed},
           {"twin_spreads", twin_spreads},
+          {"drift_corrections", drift_corrections},
           {"elapsed_before", elapsed_before},
           {"recounted", measured + failed_total() + skipped}};
 }
@@ -69,6 +83,7 @@ CollectTally CollectTally::FromJson(const nlohmann::json& json) {
   t.disturbed = json.value("disturbed", int64_t(0));
   t.twins_retimed = json.value("twins_retimed", int64_t(0));
   t.twin_spreads = json.value("twin_spreads", std::vector<double>());
+  t.drift_corrections = json.value("drift_corrections", std::vector<double>());
   t.elapsed_before = json.value("elapsed_before", 0.0);
   return t;
 }
@@ -107,6 +122,8 @@ nlohmann::json CollectReport::ToJson() const {
   out["twin_pairs"] = tally.twin_spreads.size();
   out["twin_spread_median"] = tally.TwinSpread(0.5);
   out["twin_spread_p90"] = tally.TwinSpread(0.9);
+  out["drift_correction_median"] = tally.DriftCorrection(0.5);
+  out["drift_correction_max"] = tally.DriftCorrection(1);
   out["elapsed_s"] = elapsed_s;
   out["schedules_per_minute"] = schedules_per_minute();
   return out;
@@ -263,21 +280,24 @@ class Collection {
       measured.push_back(&fixed_csr);
     }
     const bool twinned = measured.size() > 1 && measured.front() == measured.back();
+    // FixedCSR, first, is timed beside every group, so that the groups' times are scaled to one
+    // another for the machine's drift between them (ContestOptions::drift_anchor).
+    const std::optional<size_t> anchor = twinned ? std::optional<size_t>(0) : std::nullopt;
     WaitForIdleCores();
     Status("measuring");
     std::vector<RunResult> results;
     std::string twins;
     try {
-      results = Measure(*runner, key, measured);
+      results = Measure(*runner, key, measured, anchor);
       twins = twinned ? Twins(results) : "";
       if (!twins.empty() && request_.on_busy != BusyPolicy::kIgnore) {
         ++tally_.twins_retimed;
         WaitForIdleCores();
         Status("measuring again (" + twins + ")");
-        results = Measure(*runner, key, measured);
+        results = Measure(*runner, key, measured, anchor);
         twins = twinned ? Twins(results) : "";
       }
-      MeasureDisturbedAgain(*runner, key, measured, results);
+      MeasureDisturbedAgain(*runner, key, measured, anchor, results);
     } catch (const InputError& e) {
       if (watchdog_) watchdog_->Disarm();
       SkipFile(path + ": " + e.what(), int64_t(pending.size()));
@@ -288,6 +308,7 @@ class Collection {
       const double a = results.front().time.median_ms, b = results.back().time.median_ms;
       if (std::min(a, b) > 0) tally_.twin_spreads.push_back(std::fabs(a - b) / std::min(a, b));
     }
+    if (twinned) tally_.drift_corrections.push_back(LargestDriftCorrection(results));
     for (size_t s = 0; s < pending.size(); ++s) {
       const RunResult& r = results[s + offset];
       if (r.ok() && (r.time.disturbed || !twins.empty()) && request_.on_busy == BusyPolicy::kFail) {
@@ -341,23 +362,36 @@ class Collection {
 
   // Schedules whose group was still disturbed after the timing's own retries are measured
   // once more, together, after the cores were idle again; their new results replace the old.
+  // With a drift anchor they are timed beside it again and scaled by its time in the first
+  // contest over its time now, as tune's second round is.
   void MeasureDisturbedAgain(KernelRunner& runner, const TuningKey& key,
                              const std::vector<const TuneCandidate*>& pending,
-                             std::vector<RunResult>& results) {
+                             std::optional<size_t> anchor, std::vector<RunResult>& results) {
     if (request_.on_busy == BusyPolicy::kIgnore) return;
+    // A disturbed anchor is no reference: then it is measured again with the others, unscaled.
+    const bool anchored = anchor && results[*anchor].ok() && !results[*anchor].time.disturbed;
     std::vector<const TuneCandidate*> again;
     std::vector<size_t> where;
+    if (anchored) again.push_back(pending[*anchor]);
     for (size_t s = 0; s < pending.size(); ++s) {
-      if (results[s].ok() && results[s].time.disturbed) {
+      if (results[s].ok() && results[s].time.disturbed && !(anchored && s == *anchor)) {
         again.push_back(pending[s]);
         where.push_back(s);
       }
     }
-    if (again.empty()) return;
+    if (where.empty()) return;
     WaitForIdleCores();
     Status("measuring again (disturbed)");
-    const std::vector<RunResult> retimed = Measure(runner, key, again);
-    for (size_t a = 0; a < again.size(); ++a) results[where[a]] = retimed[a];
+    const size_t first = anchored ? 1 : 0;
+    std::vector<RunResult> retimed =
+        Measure(runner, key, again, anchored ? std::optional<size_t>(0) : std::nullopt);
+    const double scale = anchored && retimed[0].ok() ? DriftScale(results[*anchor].time.median_ms,
+                                                                  retimed[0].time.median_ms)
+                                                     : 1;
+    for (size_t a = 0; a < where.size(); ++a) {
+      ScaleForDrift(retimed[first + a], scale);
+      results[where[a]] = retimed[first + a];
+    }
   }
 
   // Other processes on the cores distort the times of small parallel kernels.
@@ -420,7 +454,8 @@ class Collection {
   // rounds (MeasureTogether): none gains from always running first or last. The watchdog is
   // armed before each step that runs a kernel, with the tally to carry should it fire.
   std::vector<RunResult> Measure(KernelRunner& runner, const TuningKey& key,
-                                 const std::vector<const TuneCandidate*>& pending) {
+                                 const std::vector<const TuneCandidate*>& pending,
+                                 std::optional<size_t> drift_anchor) {
     std::vector<Schedule> schedules;
     for (const TuneCandidate* candidate : pending) schedules.push_back(candidate->schedule);
     char limit_text[32];
@@ -458,6 +493,7 @@ class Collection {
     if (request_.on_busy == BusyPolicy::kIgnore) contest.run.timing.disturbance_retries = 0;
     contest.compile_jobs = request_.compile_jobs;
     contest.seed = request_.seed;
+    contest.drift_anchor = drift_anchor;
     return MeasureTogether(runner, schedules, jit_, contest, observer);
   }
 

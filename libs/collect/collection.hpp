@@ -44,6 +44,10 @@ struct CollectTally {
   std::vector<double> twin_spreads;
   // The `q` quantile (0 to 1) of twin_spreads, nearest rank; 0 when there are none.
   double TwinSpread(double q) const;
+  // Per matrix measured beside FixedCSR, the largest correction its groups' times were scaled by
+  // for the machine's drift between them (LargestDriftCorrection), and their quantile.
+  std::vector<double> drift_corrections;
+  double DriftCorrection(double q) const;
 
   int64_t failed_total() const;
   // The state carried across a restart. Unreadable files and finished matrices are met again

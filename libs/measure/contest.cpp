@@ -51,6 +51,15 @@ void ScaleForDrift(RunResult& result, double scale) {
   result.time.drift_scale *= scale;
 }
 
+double LargestDriftCorrection(const std::vector<RunResult>& results) {
+  double largest = 0;
+  for (const RunResult& r : results) {
+    const double scale = r.time.drift_scale;
+    if (r.ok() && scale > 0) largest = std::max(largest, std::max(scale, 1 / scale) - 1);
+  }
+  return largest;
+}
+
 std::vector<RunResult> MeasureTogether(KernelRunner& runner, const std::vector<Schedule>& schedules,
                                        Jit& jit, const ContestOptions& options,
                                        const ContestObserver& observer) {

@@ -42,6 +42,10 @@ double DriftScale(double reference_ms, double anchor_ms);
 // how much in all).
 void ScaleForDrift(RunResult& result, double scale);
 
+// How far the largest drift correction among verified results moved a time, as a share of it
+// (a scale of 0.8 or of 1.25 both count as 0.25): 0 when none was scaled.
+double LargestDriftCorrection(const std::vector<RunResult>& results);
+
 // Measures schedules of one operand side by side, fairly: every schedule is lowered, packed
 // and generated, the distinct kernels are compiled `compile_jobs` at a time, each is verified
 // against the reference (a verifying call slower than max_ms_per_run times out there), and the

@@ -14,6 +14,7 @@
 #include "io/read.hpp"
 #include "ir/footprint.hpp"
 #include "jit/jit.hpp"
+#include "measure/contest.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
@@ -140,6 +141,7 @@ const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const Tu
   if (fixed.ok() && repeat.ok())
     report.noise = std::fabs(fixed.time.median_ms - repeat.time.median_ms) /
                    std::min(fixed.time.median_ms, repeat.time.median_ms);
+  report.drift_correction = LargestDriftCorrection(results);
   report.winner_json = candidates[best].json;
   report.winner_source = candidates[best].source;
   report.winner_ms = results[best].time.median_ms;
@@ -173,6 +175,7 @@ nlohmann::json TuneReport::ToJson() const {
     out["fixed_csr_end_to_end_ms"] = fixed_csr_end_to_end_ms();
   }
   out["noise"] = noise;
+  out["drift_correction"] = drift_correction;
   out["disturbed"] = disturbed;
   out["disturbance"] = disturbance;
   out["measure_attempts"] = measure_attempts;

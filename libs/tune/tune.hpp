@@ -78,6 +78,9 @@ struct TuneReport {
   int64_t break_even_calls = -1;  // -1: the winner saves nothing per call
   int64_t calls = 0;              // TuneRequest::calls: what the winner was chosen for
   double noise = 0;               // relative spread of two timings of identical FixedCSR code
+  // The largest correction for the machine's drift between groups of candidates timed one
+  // after another (LargestDriftCorrection): how far the host's speed moved during the tune.
+  double drift_correction = 0;
   // The measurements were still disturbed after measuring again (stored only under
   // BusyPolicy::kStore), why, and how many times the candidates were measured.
   bool disturbed = false;

@@ -15,6 +15,7 @@
 #include "base/errors.hpp"
 #include "base/threads.hpp"
 #include "ir/kernels.hpp"
+#include "measure/contest.hpp"
 #include "superschedule/waco_template.hpp"
 #include "support/spinners.hpp"
 
@@ -126,6 +127,8 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   // FixedCSR was timed twice on each matrix: one spread each, and the twin is not a row.
   EXPECT_EQ(report.tally.twin_spreads.size(), 2u);
   EXPECT_LE(report.tally.TwinSpread(0.5), report.tally.TwinSpread(0.9));
+  // FixedCSR anchors each matrix's groups: one drift correction per matrix.
+  EXPECT_EQ(report.tally.drift_corrections.size(), 2u);
   ASSERT_GE(steps.size(), 4u);
   EXPECT_EQ(steps.front(), "a reading");
   EXPECT_EQ(steps.back(), "b measuring");
@@ -138,7 +141,8 @@ TEST_F(CollectionTest, StoresFixedCsrAndSamplesThenARerunSkipsEverything) {
   for (const char* field :
        {"kernel", "database", "files", "measured", "failed", "failed_by_reason", "skipped",
         "unreadable", "restarts", "busy_matrices", "disturbed", "twins_retimed", "twin_pairs",
-        "twin_spread_median", "twin_spread_p90", "elapsed_s", "schedules_per_minute"})
+        "twin_spread_median", "twin_spread_p90", "drift_correction_median", "drift_correction_max",
+        "elapsed_s", "schedules_per_minute"})
     EXPECT_TRUE(json.contains(field)) << field;
 
   steps.clear();
@@ -225,6 +229,28 @@ TEST(CollectTally, TwinSpreadIsANearestRankQuantile) {
   EXPECT_EQ(tally.TwinSpread(0.9), 0.30);
   EXPECT_EQ(tally.TwinSpread(0.0), 0.01);
   EXPECT_EQ(CollectTally::FromJson(tally.ToJson()).twin_spreads, tally.twin_spreads);
+}
+
+TEST(CollectTally, DriftCorrectionsAreCarriedAcrossARestart) {
+  CollectTally tally;
+  EXPECT_EQ(tally.DriftCorrection(1), 0);
+  tally.drift_corrections = {0, 0.12, 0, 0.05};
+  EXPECT_EQ(tally.DriftCorrection(0.5), 0);
+  EXPECT_EQ(tally.DriftCorrection(1), 0.12);
+  EXPECT_EQ(CollectTally::FromJson(tally.ToJson()).drift_corrections, tally.drift_corrections);
+}
+
+// More schedules than a contest's group: FixedCSR is timed beside every group, and a group's
+// times are scaled only when its FixedCSR ran outside the anchor's own noise.
+TEST_F(CollectionTest, GroupsOfAMatrixAreScaledByFixedCsrTimedInEach) {
+  CollectRequest request = Spmv({Matrix("a", 64, 300, 7)}, 20);
+  request.rules = false;
+  const CollectReport report = RunCollection(request, {});
+  EXPECT_EQ(report.tally.matrices_done, 1);
+  ASSERT_EQ(report.tally.drift_corrections.size(), 1u);
+  const double correction = report.tally.drift_corrections[0];
+  EXPECT_TRUE(correction == 0 || correction >= kDriftTolerance - 1e-12) << correction;
+  EXPECT_EQ(Count("SELECT count(*) FROM measurements WHERE source = 'fixed_csr'"), 1);
 }
 
 // Times taken while other processes hold the cores (threads of this test spinning, more than

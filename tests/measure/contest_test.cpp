@@ -143,6 +143,27 @@ TEST_F(Contest, TheDriftAnchorIsTimedInEveryGroup) {
   // Five verifications (the anchor's first) and two groups.
   EXPECT_EQ(steps.done, 7u);
   EXPECT_EQ(steps.total, 7u);
+  // What the report shows: the largest scale of a verified time, either way from 1.
+  double largest = 0;
+  for (size_t s : {2, 3, 4}) {
+    const double scale = results[s].time.drift_scale;
+    largest = std::max(largest, std::max(scale, 1 / scale) - 1);
+  }
+  EXPECT_DOUBLE_EQ(LargestDriftCorrection(results), largest);
+}
+
+TEST(DriftCorrection, CountsAScaleEitherWayFromOneAndIgnoresFailedRuns) {
+  std::vector<RunResult> results(3);
+  for (RunResult& r : results) r.status = RunStatus::kOk;
+  EXPECT_EQ(LargestDriftCorrection(results), 0);
+  results[0].time.drift_scale = 0.8;
+  results[1].time.drift_scale = 1.1;
+  EXPECT_DOUBLE_EQ(LargestDriftCorrection(results), 0.25);
+  results[2].status = RunStatus::kTimedOut;
+  results[2].time.drift_scale = 3;
+  EXPECT_DOUBLE_EQ(LargestDriftCorrection(results), 0.25);
+  EXPECT_EQ(DriftScale(10, 10.2), 1);  // within the anchor's own noise
+  EXPECT_DOUBLE_EQ(DriftScale(10, 12.5), 0.8);
 }
 
 // Operands too large to hold a full group are timed in smaller groups, not all at once.

@@ -27,9 +27,12 @@ TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
   const auto report = nlohmann::json::parse(first.out);
   for (const char* field :
        {"kernel", "fingerprint", "from_db", "winner", "fixed_csr_ms", "speedup_vs_fixed_csr",
-        "pack_ms", "break_even_calls", "candidates", "tune_ms"})
+        "pack_ms", "break_even_calls", "candidates", "tune_ms", "noise", "drift_correction"})
     EXPECT_TRUE(report.contains(field)) << field;
   EXPECT_FALSE(report["from_db"].get<bool>());
+  // Scaled by FixedCSR timed beside each group, or not at all within its own noise.
+  const double drift = report["drift_correction"].get<double>();
+  EXPECT_TRUE(drift == 0 || drift >= 0.03 - 1e-12) << drift;
   EXPECT_EQ(report["kernel"], "spmv");
   const double winner = report["winner"]["time_ms"].get<double>();
   EXPECT_GT(winner, 0);
