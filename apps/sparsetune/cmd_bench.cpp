@@ -525,7 +525,10 @@ struct BenchReport {
   const CooTensor* tensor = nullptr;
   int threads = 0;
   std::string jit_flags;
-  double probe = 0;  // the memory bandwidth probe, GB/s
+  // The memory bandwidth probe, GB/s: the median of its readings, one after each contest (on
+  // a virtual machine one reading moved by 35% between benches of the same kernel).
+  double probe = 0;
+  std::vector<double> probe_by_contest;
   FlopProbe flop_probe;
   int64_t llc_bytes = 0;
   double bytes = 0;  // the least bytes a call must move
@@ -573,6 +576,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
   out["threads"] = threads;
   out["dtype"] = DTypeName(k.dtype);
   out["bandwidth_probe_gbs"] = r.probe;
+  out["bandwidth_probe_gbs_by_contest"] = r.probe_by_contest;
   out["flop_probe_gflops"] = flop_probe.gflops;
   out["flop_probe"] = {{"gflops", flop_probe.gflops}, {"isa", flop_probe.isa},
                        {"lanes", flop_probe.lanes},   {"dtype", DTypeName(k.dtype)},
@@ -716,7 +720,7 @@ void PrintTable(const BenchReport& r) {
               DTypeName(k.dtype), on_threads.c_str());
   std::printf(
       "  probes      memory bandwidth %.1f GB/s (a = b + s * c over three 128 MB arrays, far "
-      "beyond the caches, %s)\n"
+      "beyond the caches, %s; the median of a reading after each contest)\n"
       "              FLOP rate %.1f GFLOP/s (independent %s FMA chains, %d lanes, %s)\n",
       r.probe, on_threads.c_str(), flop_probe.gflops, flop_probe.isa.c_str(), flop_probe.lanes,
       on_threads.c_str());
@@ -809,6 +813,7 @@ void RunBench(const BenchOptions& o) {
   BenchProgress progress(int64_t(o.contests * (count + 1) + 1));
   std::vector<std::vector<std::unique_ptr<Contender>>> contests;
   std::vector<TimingResult> checks;
+  std::vector<double> probes;  // the bandwidth probe's reading after each contest
   for (int contest = 0; contest < o.contests; ++contest) {
     // Everything is prepared anew, the libraries' matrices too, and freed before the next.
     if (contest > 0 && o.libraries) libraries = MakeBaselines(operands);
@@ -821,13 +826,15 @@ void RunBench(const BenchOptions& o) {
     checks.push_back(TimeContenders(preparation.contenders(), o.min_ms, contest + 1, progress));
     contests.push_back(std::move(preparation.contenders()));
     libraries.clear();
+    probes.push_back(BandwidthProbeGbs(threads));
   }
   BenchReport report;
+  report.probe_by_contest = probes;
+  report.probe = probes[MedianContestIndex(probes)];
   const std::vector<std::unique_ptr<Contender>> contenders =
       MergeContests(contests, checks, &report.timing_check);
   for (const TimingResult& t : checks) report.contest_round_trip_ns.push_back(t.round_trip_ns);
-  progress.Step("probing the memory bandwidth and the FLOP rate");
-  report.probe = BandwidthProbeGbs(threads);
+  progress.Step("probing the FLOP rate");
   report.flop_probe = MeasureFlopRate(jit, k.dtype, threads);
   progress.Finish();
   report.o = &o;

@@ -205,6 +205,12 @@ TEST(BenchOutput, EachContenderReportsItsMedianContest) {
   nlohmann::json out = nlohmann::json::parse(r.out);
   EXPECT_EQ(out["contests"], 3);
   EXPECT_EQ(out["contest_round_trip_ns"].size(), 3u);
+  // The bandwidth probe read after each contest; its median is the one the shares divide by.
+  std::vector<double> probes = out["bandwidth_probe_gbs_by_contest"].get<std::vector<double>>();
+  ASSERT_EQ(probes.size(), 3u);
+  std::sort(probes.begin(), probes.end());
+  EXPECT_GT(probes.front(), 0);
+  EXPECT_EQ(out["bandwidth_probe_gbs"].get<double>(), probes[1]);
   int verified = 0;
   for (const auto& c : out["results"]) {
     if (!c["verified"].get<bool>()) continue;
