@@ -385,9 +385,7 @@ class Collection {
     const size_t first = anchored ? 1 : 0;
     std::vector<RunResult> retimed =
         Measure(runner, key, again, anchored ? std::optional<size_t>(0) : std::nullopt);
-    const double scale = anchored && retimed[0].ok() ? DriftScale(results[*anchor].time.median_ms,
-                                                                  retimed[0].time.median_ms)
-                                                     : 1;
+    const double scale = anchored ? DriftScale(results[*anchor], retimed[0]) : 1;
     for (size_t a = 0; a < where.size(); ++a) {
       ScaleForDrift(retimed[first + a], scale);
       results[where[a]] = retimed[first + a];

@@ -43,6 +43,11 @@ double DriftScale(double reference_ms, double anchor_ms) {
   return drifted ? reference_ms / anchor_ms : 1;
 }
 
+double DriftScale(const RunResult& reference, const RunResult& anchor) {
+  return reference.ok() && anchor.ok() ? DriftScale(reference.time.median_ms, anchor.time.median_ms)
+                                       : 1;
+}
+
 void ScaleForDrift(RunResult& result, double scale) {
   if (!result.ok()) return;
   result.time.median_ms *= scale;

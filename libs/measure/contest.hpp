@@ -37,6 +37,8 @@ constexpr double kDriftTolerance = 0.03;
 // The factor that brings times measured beside an anchor that ran `anchor_ms` to where the
 // anchor ran `reference_ms`: their ratio, or 1 when they are within kDriftTolerance.
 double DriftScale(double reference_ms, double anchor_ms);
+// The same for the anchor's result then (`reference`) and now, measured later: 1 unless both ran.
+double DriftScale(const RunResult& reference, const RunResult& anchor);
 
 // A verified time scaled for drift (its median, fastest and slowest run; drift_scale says by
 // how much in all).

@@ -152,9 +152,7 @@ bool MeasureSecondRound(KernelRunner& runner, Jit& jit, const ContestOptions& co
   m.attempts = std::max(m.attempts, attempts);
   // Measured a minute after the first round, on a machine whose speed drifts: scaled by
   // FixedCSR's time then over its time now, as the first round's groups are (MeasureTogether).
-  const double scale = m.results[0].ok() && results[0].ok()
-                           ? DriftScale(m.results[0].time.median_ms, results[0].time.median_ms)
-                           : 1;
+  const double scale = DriftScale(m.results[0], results[0]);
   for (size_t o = 0; o < more.size(); ++o) {
     RunResult result = results[o + 1];
     ScaleForDrift(result, scale);

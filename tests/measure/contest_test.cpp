@@ -164,6 +164,11 @@ TEST(DriftCorrection, CountsAScaleEitherWayFromOneAndIgnoresFailedRuns) {
   EXPECT_DOUBLE_EQ(LargestDriftCorrection(results), 0.25);
   EXPECT_EQ(DriftScale(10, 10.2), 1);  // within the anchor's own noise
   EXPECT_DOUBLE_EQ(DriftScale(10, 12.5), 0.8);
+  results[0].time.median_ms = 10;
+  results[1].time.median_ms = 12.5;
+  results[2].time.median_ms = 20;
+  EXPECT_DOUBLE_EQ(DriftScale(results[0], results[1]), 0.8);
+  EXPECT_EQ(DriftScale(results[0], results[2]), 1);  // a run that failed is no reference
 }
 
 // Operands too large to hold a full group are timed in smaller groups, not all at once.
