@@ -102,7 +102,7 @@ void PrintLegend() {
       "  time        median time per call of the winner and of FixedCSR, timed side by side in\n"
       "              this run; speedup = FixedCSR's time / the winner's. The winner is the\n"
       "              fastest of the final round: the first round's three best and any others\n"
-      "              within 10% of its fastest (six at most), timed again together in three\n"
+      "              within 10%% of its fastest (six at most), timed again together in three\n"
       "              contests, each counting its median one\n"
       "  pack        converting the matrix into the winner's format (and renumbering it); it pays\n"
       "              for itself after N calls of the per-call saving over FixedCSR\n"
@@ -116,8 +116,9 @@ void PrintLegend() {
       "  noise       the relative difference of two timings of identical FixedCSR code in this\n"
       "              run: a speedup within it may be noise. Candidates are timed in groups one\n"
       "              after another, FixedCSR in every group; when the machine's speed drifted\n"
-      "              between groups, each group's times were scaled by FixedCSR's, and the\n"
-      "              largest such correction is shown\n"
+      "              between groups, each group's times were scaled by FixedCSR's; the\n"
+      "              candidates the final round did not time again, by how far the finalists'\n"
+      "              times moved between the rounds. The largest correction is shown\n"
       "  machine     quiet, or disturbed: other processes held the cores, or the threads moved\n"
       "              between cores that share a cache and cores that do not, while measuring\n");
 }
@@ -165,7 +166,7 @@ void PrintReport(const TuneReport& r, bool explain) {
     std::printf("  noise       %.1f%% between two timings of identical FixedCSR code",
                 100 * r.noise);
     if (r.drift_correction > 0)
-      std::printf("; times scaled for drift between groups by up to %.1f%%",
+      std::printf("; times scaled for drift by up to %.1f%%",
                   100 * r.drift_correction);
     std::printf("\n");
   }

@@ -229,11 +229,14 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
     const std::vector<RunResult> again = MeasureTogether(runner, schedules, jit, round, observer);
     for (size_t o = 0; o < final_round.size(); ++o) per_finalist[o].push_back(again[o]);
   }
+  std::vector<RunResult> before, after;  // the finalists the first round timed, then and now
   for (size_t o = 0; o < final_round.size(); ++o) {
     const RunResult typical = MedianContest(per_finalist[o]);
     auto same = std::find_if(m.candidates.begin(), m.candidates.end(),
                              [&](const TuneCandidate& c) { return c.json == final_round[o].json; });
     if (same != m.candidates.end()) {
+      before.push_back(m.results[same - m.candidates.begin()]);
+      after.push_back(typical);
       m.results[same - m.candidates.begin()] = typical;
       m.finalists.push_back(same - m.candidates.begin());
     } else {
@@ -241,6 +244,14 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
       m.candidates.push_back(final_round[o]);
       m.results.insert(m.results.end() - 1, typical);  // the FixedCSR repeat stays last
     }
+  }
+  // The rest keep their first-round times, taken minutes earlier on a host whose speed drifts:
+  // brought to the final round's, so the report (and the speedup over FixedCSR) compares times
+  // of one moment. The winner, chosen among the finalists alone, does not change.
+  const double drift = FinalRoundDrift(before, after);
+  for (size_t r = 0; r < m.results.size(); ++r) {
+    if (std::find(m.finalists.begin(), m.finalists.end(), r) == m.finalists.end())
+      ScaleForDrift(m.results[r], drift);
   }
   // Chosen by preparation too: each finalist's timed as a caller's first one would be (the
   // contests packed on reused memory again), once.
@@ -322,6 +333,17 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
     }
   }
   return out;
+}
+
+double FinalRoundDrift(const std::vector<RunResult>& first_round,
+                       const std::vector<RunResult>& final_round) {
+  std::vector<double> ratios;
+  for (size_t o = 0; o < first_round.size() && o < final_round.size(); ++o) {
+    if (first_round[o].ok() && final_round[o].ok() && first_round[o].time.median_ms > 0)
+      ratios.push_back(final_round[o].time.median_ms / first_round[o].time.median_ms);
+  }
+  if (ratios.empty()) return 1;
+  return DriftScale(ratios[MedianContestIndex(ratios)], 1.0);
 }
 
 RunResult MedianContest(const std::vector<RunResult>& contests) {

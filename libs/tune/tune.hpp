@@ -79,7 +79,8 @@ struct TuneReport {
   int64_t calls = 0;              // TuneRequest::calls: what the winner was chosen for
   double noise = 0;               // relative spread of two timings of identical FixedCSR code
   // The largest correction for the machine's drift between groups of candidates timed one
-  // after another (LargestDriftCorrection): how far the host's speed moved during the tune.
+  // after another, and between the first and final rounds (LargestDriftCorrection): how far
+  // the host's speed moved during the tune.
   double drift_correction = 0;
   // The measurements were still disturbed after measuring again (stored only under
   // BusyPolicy::kStore), why, and how many times the candidates were measured.

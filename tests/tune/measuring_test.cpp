@@ -157,6 +157,20 @@ TEST(FinalRound, TheWinnerIsTheFastestFinalist) {
   EXPECT_EQ(WinningCandidate(m), 2);
 }
 
+TEST(FinalRound, TheRestAreBroughtToTheFinalRoundsSpeed) {
+  // The host ran 20% slower by the final round: the finalists' median move is the drift.
+  const std::vector<RunResult> first = {Timed(5.0), Timed(5.2), Timed(6.0)};
+  const std::vector<RunResult> final_round = {Timed(6.1), Timed(6.2), Timed(7.2)};
+  EXPECT_NEAR(FinalRoundDrift(first, final_round), 1.2, 1e-12);
+  // Within the tolerance, or with nothing timed in both rounds, nothing is scaled.
+  EXPECT_EQ(FinalRoundDrift(first, {Timed(5.1), Timed(5.2), Timed(6.0)}), 1);
+  EXPECT_EQ(FinalRoundDrift({}, {}), 1);
+  RunResult timed_out = Timed(50.0);
+  timed_out.status = RunStatus::kTimedOut;
+  // A finalist that did not run in either round says nothing of the drift.
+  EXPECT_NEAR(FinalRoundDrift({Timed(5.0), timed_out}, {Timed(4.0), Timed(5.0)}), 0.8, 1e-12);
+}
+
 TEST(FinalRound, AFinalistCountsItsMedianContest) {
   // Fast in one packing, slow in two: judged slow, with that contest's whole result.
   std::vector<RunResult> contests = {Timed(9.4), Timed(6.8), Timed(9.3)};
