@@ -166,8 +166,7 @@ void PrintReport(const TuneReport& r, bool explain) {
     std::printf("  noise       %.1f%% between two timings of identical FixedCSR code",
                 100 * r.noise);
     if (r.drift_correction > 0)
-      std::printf("; times scaled for drift by up to %.1f%%",
-                  100 * r.drift_correction);
+      std::printf("; times scaled for drift by up to %.1f%%", 100 * r.drift_correction);
     std::printf("\n");
   }
   if (r.disturbed) {

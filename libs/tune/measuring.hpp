@@ -107,8 +107,8 @@ RunResult MedianContest(const std::vector<RunResult>& contests);
 
 // How much slower (above 1) or faster than in the first round the final round ran: the median,
 // over the finalists timed in both, of the final round's time over the first's (`first_round[o]`
-// and `final_round[o]` are one schedule's), or 1 when it is within kDriftTolerance or none ran in both.
-// The first round's other times are scaled by it. Finalists were the first round's fastest,
+// and `final_round[o]` are one schedule's), or 1 when it is within kDriftTolerance or none ran in
+// both. The first round's other times are scaled by it. Finalists were the first round's fastest,
 // luck included, so the median leans a little above 1; the tolerance absorbs that.
 double FinalRoundDrift(const std::vector<RunResult>& first_round,
                        const std::vector<RunResult>& final_round);
