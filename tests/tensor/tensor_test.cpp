@@ -470,6 +470,83 @@ TEST(Pack, SortedByOneKeyHoldTheEntriesAndTheirPositions) {
   }
 }
 
+// Column segments and column blocks are packed from entries in canonical order without a
+// sort; the arrays must be those the sorting path builds (taken here by giving the packer the
+// canonical order explicitly), whatever the split, the encodings or the number of threads. A
+// given encoding the coordinates do not fit is refused as the sorting path words it.
+TEST(Pack, ColumnSegmentsPackedWithoutSortingMatchTheSortingPath) {
+  CooTensor t = testing::RandomSparse({3000, 50000}, 120000, 43);
+  // A dense row across every segment, and empty rows at both ends.
+  CooTensor with_hub;
+  with_hub.Reset({3000, 50000});
+  for (int64_t e = 0; e < t.nnz(); ++e) {
+    int32_t c[2] = {t.coords[0][e], t.coords[1][e]};
+    if (c[0] != 1500 && c[0] > 3 && c[0] < 2990) with_hub.Append(c, t.values[e]);
+  }
+  for (int32_t j = 0; j < 50000; j += 3) {
+    int32_t c[2] = {1500, j};
+    with_hub.Append(c, 1.0);
+  }
+  with_hub.Canonicalize();
+  auto layout_of = [](const CooTensor& m, int64_t width, packer::Layout* layout, int row_kind) {
+    layout->dims = m.dims;
+    layout->split = {1, width};
+    layout->levels = {{1, packer::kOuterPart, packer::kDenseLevel, 1},
+                      {0, packer::kWholeMode, row_kind, 1},
+                      {1, packer::kInnerPart, packer::kCompressedLevel, 1}};
+  };
+  const int saved_threads = omp_get_max_threads();
+  for (const CooTensor* m : {&t, &with_hub}) {
+    std::vector<int32_t> identity(m->nnz());
+    std::iota(identity.begin(), identity.end(), 0);
+    const int32_t* coords[] = {m->coords[0].data(), m->coords[1].data()};
+    for (int64_t width : {int64_t(4096), int64_t(1000), int64_t(200)}) {
+      for (int row_kind : {packer::kCompressedLevel, packer::kDenseLevel}) {
+        for (int threads : {1, 2, 3}) {
+          for (int encodings = 0; encodings < 3; ++encodings) {
+            SCOPED_TRACE("width " + std::to_string(width) + ", row kind " +
+                         std::to_string(row_kind) + ", " + std::to_string(threads) +
+                         " threads, encodings " + std::to_string(encodings));
+            omp_set_num_threads(threads);
+            packer::Layout layout;
+            layout_of(*m, width, &layout, row_kind);
+            packer::Options options;
+            options.choose_encodings = encodings == 0;
+            if (encodings == 1) options.encodings = {{}, {16, true}, {16, false}};
+            if (encodings == 2) options.encodings = {{}, {32, false}, {8, true}};
+            packer::LevelPacker<> direct(layout, options, m->nnz(), coords);
+            packer::LevelPacker<> sorted(layout, options, m->nnz(), coords, identity.data());
+            const bool packed = direct.Run();
+            ASSERT_EQ(packed, sorted.Run());
+            if (!packed) {
+              EXPECT_EQ(direct.Refusal(), sorted.Refusal());
+              EXPECT_TRUE(direct.RefusedForWidth());
+              continue;
+            }
+            ASSERT_EQ(direct.Levels().size(), sorted.Levels().size());
+            for (size_t l = 0; l < direct.Levels().size(); ++l) {
+              const auto &a = direct.Levels()[l], &b = sorted.Levels()[l];
+              EXPECT_EQ(a.kind, b.kind) << "level " << l;
+              EXPECT_EQ(a.positions, b.positions) << "level " << l;
+              EXPECT_EQ(a.pos, b.pos) << "level " << l;
+              EXPECT_EQ(a.encoding.bits, b.encoding.bits) << "level " << l;
+              EXPECT_EQ(a.encoding.relative, b.encoding.relative) << "level " << l;
+              EXPECT_EQ(a.crd, b.crd) << "level " << l;
+              EXPECT_EQ(a.base, b.base) << "level " << l;
+            }
+            EXPECT_EQ(direct.EntryPositions(), sorted.EntryPositions());
+            std::vector<double> direct_values, sorted_values;
+            direct.ScatterValues(direct_values, m->values.data());
+            sorted.ScatterValues(sorted_values, m->values.data());
+            EXPECT_EQ(direct_values, sorted_values);
+          }
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved_threads);
+}
+
 TEST(Pack, CsrArrays) {
   CooTensor t;
   t.Reset({3, 4});
