@@ -245,6 +245,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   auto t = Clock::now();
   Operand operand;
   operand.tensor = ReadTensorFile(request.path);
+  // Every schedule of a tensor without entries does nothing: no winner is worth storing.
+  if (operand.tensor.nnz() == 0)
+    throw InputError(request.path, 0, "the tensor has no entries: there is nothing to tune");
   if (std::string left_out = ValuesLeftOut(operand.tensor, request.dtype); !left_out.empty())
     report.input_warnings.push_back(request.path + ": " + left_out);
   operand.sizes = ResolveIndexSizes(e, operand.tensor.dims, request.dense);

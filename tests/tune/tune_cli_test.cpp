@@ -355,6 +355,15 @@ TEST(TuneCli, BadInputStoresNothing) {
   EXPECT_EQ(malformed.exit_code, 2);
   EXPECT_NE(malformed.err.find("bad.mtx"), std::string::npos) << malformed.err;
   EXPECT_NE(malformed.err.find("bad.mtx:3"), std::string::npos) << malformed.err;
+  // A matrix without entries, of no size or of some: nothing to tune.
+  for (const char* size : {"0 0 0", "5 7 0"}) {
+    const std::string empty = dir.File(
+        "empty.mtx", std::string("%%MatrixMarket matrix coordinate real general\n") + size + "\n");
+    const auto nothing = RunCli({"tune", empty, "--kernel", "spmv", "--db", db});
+    EXPECT_EQ(nothing.exit_code, 2) << size;
+    EXPECT_NE(nothing.err.find("empty.mtx"), std::string::npos) << nothing.err;
+    EXPECT_NE(nothing.err.find("nothing to tune"), std::string::npos) << nothing.err;
+  }
   EXPECT_FALSE(std::filesystem::exists(db));
   // A query on a database that does not exist is a miss, not an error.
   EXPECT_EQ(RunCli({"query", kExample, "--kernel", "spmv", "--db", db}).exit_code, 1);
