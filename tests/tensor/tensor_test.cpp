@@ -470,14 +470,45 @@ TEST(Pack, SortedByOneKeyHoldTheEntriesAndTheirPositions) {
   }
 }
 
-// Column segments and column blocks are packed from entries in canonical order without a
-// sort; the arrays must be those the sorting path builds (taken here by giving the packer the
-// canonical order explicitly), whatever the split, the encodings or the number of threads. A
-// given encoding the coordinates do not fit is refused as the sorting path words it.
-TEST(Pack, ColumnSegmentsPackedWithoutSortingMatchTheSortingPath) {
+// The levels and values a packer built straight from entries in canonical order, against
+// those the sorting path builds (taken by giving the packer the canonical order explicitly);
+// refused alike, as the sorting path words it.
+void ExpectPackedAsBySorting(const CooTensor& m, const packer::Layout& layout,
+                             const packer::Options& options) {
+  std::vector<int32_t> identity(m.nnz());
+  std::iota(identity.begin(), identity.end(), 0);
+  const int32_t* coords[] = {m.coords[0].data(), m.coords[1].data()};
+  packer::LevelPacker<> direct(layout, options, m.nnz(), coords);
+  packer::LevelPacker<> sorted(layout, options, m.nnz(), coords, identity.data());
+  const bool packed = direct.Run();
+  ASSERT_EQ(packed, sorted.Run());
+  if (!packed) {
+    EXPECT_EQ(direct.Refusal(), sorted.Refusal());
+    return;
+  }
+  ASSERT_EQ(direct.Levels().size(), sorted.Levels().size());
+  for (size_t l = 0; l < direct.Levels().size(); ++l) {
+    const auto &a = direct.Levels()[l], &b = sorted.Levels()[l];
+    EXPECT_EQ(a.kind, b.kind) << "level " << l;
+    EXPECT_EQ(a.positions, b.positions) << "level " << l;
+    EXPECT_EQ(a.pos, b.pos) << "level " << l;
+    EXPECT_EQ(a.encoding.bits, b.encoding.bits) << "level " << l;
+    EXPECT_EQ(a.encoding.relative, b.encoding.relative) << "level " << l;
+    EXPECT_EQ(a.crd, b.crd) << "level " << l;
+    EXPECT_EQ(a.base, b.base) << "level " << l;
+  }
+  EXPECT_EQ(direct.EntryPositions(), sorted.EntryPositions());
+  std::vector<double> direct_values, sorted_values;
+  direct.ScatterValues(direct_values, m.values.data());
+  sorted.ScatterValues(sorted_values, m.values.data());
+  EXPECT_EQ(direct_values, sorted_values);
+}
+
+// A random matrix, one with a dense row across every column block and empty rows at both ends,
+// and a band.
+std::vector<CooTensor> MatricesToPackDirectly() {
   CooTensor t = testing::RandomSparse({3000, 50000}, 120000, 43);
-  // A dense row across every segment, and empty rows at both ends.
-  CooTensor with_hub;
+  CooTensor with_hub, band;
   with_hub.Reset({3000, 50000});
   for (int64_t e = 0; e < t.nnz(); ++e) {
     int32_t c[2] = {t.coords[0][e], t.coords[1][e]};
@@ -488,18 +519,36 @@ TEST(Pack, ColumnSegmentsPackedWithoutSortingMatchTheSortingPath) {
     with_hub.Append(c, 1.0);
   }
   with_hub.Canonicalize();
-  auto layout_of = [](const CooTensor& m, int64_t width, packer::Layout* layout, int row_kind) {
-    layout->dims = m.dims;
-    layout->split = {1, width};
-    layout->levels = {{1, packer::kOuterPart, packer::kDenseLevel, 1},
-                      {0, packer::kWholeMode, row_kind, 1},
-                      {1, packer::kInnerPart, packer::kCompressedLevel, 1}};
-  };
+  band.Reset({3000, 6040});
+  for (int32_t i = 0; i < 3000; ++i) {
+    for (int32_t j = 2 * i; j < 2 * i + 40; j += 1 + i % 3) {
+      int32_t c[2] = {i, j};
+      band.Append(c, 0.5 + j % 5);
+    }
+  }
+  band.Canonicalize();
+  std::vector<CooTensor> matrices;
+  matrices.push_back(std::move(t));
+  matrices.push_back(std::move(with_hub));
+  matrices.push_back(std::move(band));
+  return matrices;
+}
+
+// Encodings 0: chosen; 1 and 2: given, 2 with some that the coordinates do not fit.
+packer::Options EncodingsNumbered(int encodings, std::vector<packer::Encoding> first,
+                                  std::vector<packer::Encoding> second) {
+  packer::Options options;
+  options.choose_encodings = encodings == 0;
+  if (encodings == 1) options.encodings = first;
+  if (encodings == 2) options.encodings = second;
+  return options;
+}
+
+// Column segments and column blocks (k1:U i:C k0:C, k1:U i:U k0:C) are packed without a sort;
+// the arrays are the sorting path's, whatever the split, the encodings or the threads.
+TEST(Pack, ColumnSegmentsPackedWithoutSortingMatchTheSortingPath) {
   const int saved_threads = omp_get_max_threads();
-  for (const CooTensor* m : {&t, &with_hub}) {
-    std::vector<int32_t> identity(m->nnz());
-    std::iota(identity.begin(), identity.end(), 0);
-    const int32_t* coords[] = {m->coords[0].data(), m->coords[1].data()};
+  for (const CooTensor& m : MatricesToPackDirectly()) {
     for (int64_t width : {int64_t(4096), int64_t(1000), int64_t(200)}) {
       for (int row_kind : {packer::kCompressedLevel, packer::kDenseLevel}) {
         for (int threads : {1, 2, 3}) {
@@ -508,38 +557,49 @@ TEST(Pack, ColumnSegmentsPackedWithoutSortingMatchTheSortingPath) {
                          std::to_string(row_kind) + ", " + std::to_string(threads) +
                          " threads, encodings " + std::to_string(encodings));
             omp_set_num_threads(threads);
-            packer::Layout layout;
-            layout_of(*m, width, &layout, row_kind);
-            packer::Options options;
-            options.choose_encodings = encodings == 0;
-            if (encodings == 1) options.encodings = {{}, {16, true}, {16, false}};
-            if (encodings == 2) options.encodings = {{}, {32, false}, {8, true}};
-            packer::LevelPacker<> direct(layout, options, m->nnz(), coords);
-            packer::LevelPacker<> sorted(layout, options, m->nnz(), coords, identity.data());
-            const bool packed = direct.Run();
-            ASSERT_EQ(packed, sorted.Run());
-            if (!packed) {
-              EXPECT_EQ(direct.Refusal(), sorted.Refusal());
-              EXPECT_TRUE(direct.RefusedForWidth());
-              continue;
-            }
-            ASSERT_EQ(direct.Levels().size(), sorted.Levels().size());
-            for (size_t l = 0; l < direct.Levels().size(); ++l) {
-              const auto &a = direct.Levels()[l], &b = sorted.Levels()[l];
-              EXPECT_EQ(a.kind, b.kind) << "level " << l;
-              EXPECT_EQ(a.positions, b.positions) << "level " << l;
-              EXPECT_EQ(a.pos, b.pos) << "level " << l;
-              EXPECT_EQ(a.encoding.bits, b.encoding.bits) << "level " << l;
-              EXPECT_EQ(a.encoding.relative, b.encoding.relative) << "level " << l;
-              EXPECT_EQ(a.crd, b.crd) << "level " << l;
-              EXPECT_EQ(a.base, b.base) << "level " << l;
-            }
-            EXPECT_EQ(direct.EntryPositions(), sorted.EntryPositions());
-            std::vector<double> direct_values, sorted_values;
-            direct.ScatterValues(direct_values, m->values.data());
-            sorted.ScatterValues(sorted_values, m->values.data());
-            EXPECT_EQ(direct_values, sorted_values);
+            const packer::Layout layout{m.dims,
+                                        {1, width},
+                                        {{1, packer::kOuterPart, packer::kDenseLevel, 1},
+                                         {0, packer::kWholeMode, row_kind, 1},
+                                         {1, packer::kInnerPart, packer::kCompressedLevel, 1}}};
+            ExpectPackedAsBySorting(m, layout,
+                                    EncodingsNumbered(encodings, {{}, {16, true}, {16, false}},
+                                                      {{}, {32, false}, {8, true}}));
           }
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved_threads);
+}
+
+// Blocks as coordinate lists (i1:U k1:C k0:C i0:Q) are packed block row by block row where the
+// block rows are tall (or the matrix a band), and sorted elsewhere; the arrays are the sorting
+// path's either way, with splits by powers of two or not, any encodings and threads.
+TEST(Pack, BlockCoordinatesPackedWithoutSortingMatchTheSortingPath) {
+  const int saved_threads = omp_get_max_threads();
+  for (const CooTensor& m : MatricesToPackDirectly()) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1024, 16384},
+                              {16, 4096},
+                              {100, 3000},
+                              {3000, 200},
+                              {500, 256}}) {
+      for (int threads : {1, 2, 3}) {
+        for (int encodings = 0; encodings < 3; ++encodings) {
+          SCOPED_TRACE("blocks " + std::to_string(rows) + " x " + std::to_string(cols) + ", " +
+                       std::to_string(threads) + " threads, encodings " +
+                       std::to_string(encodings));
+          omp_set_num_threads(threads);
+          const packer::Layout layout{m.dims,
+                                      {rows, cols},
+                                      {{0, packer::kOuterPart, packer::kDenseLevel, 1},
+                                       {1, packer::kOuterPart, packer::kCompressedLevel, 1},
+                                       {1, packer::kInnerPart, packer::kCompressedLevel, 1},
+                                       {0, packer::kInnerPart, packer::kSingletonLevel, 1}}};
+          ExpectPackedAsBySorting(
+              m, layout,
+              EncodingsNumbered(encodings, {{}, {8, true}, {16, true}, {16, false}},
+                                {{}, {8, false}, {8, true}, {8, false}}));
         }
       }
     }
