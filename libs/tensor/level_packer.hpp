@@ -1434,6 +1434,7 @@ class LevelPacker {
   // own, took 2-2.4x a CSR's packing on a band. Only where the block rows' column spans add up
   // to few next to the entries (a band, blocks of many rows of a local pattern); false, with
   // nothing built, as PackColumnSegments, elsewhere.
+  static constexpr double kMostSpanPerEntry = 0.25;  // columns spanned, over the entries
   bool PackBlockCoordinates() {
     if (!IsBlockCoordinates(layout_) || canonical_ || rows_in_order_ ||
         options_.record_after_levels > 0 || n_ == 0)
@@ -1441,19 +1442,35 @@ class LevelPacker {
     const int64_t rows = layout_.dims[0], row_split = layout_.split[0];
     const int64_t col_split = layout_.split[1];
     const int64_t block_rows = extents_[0], block_cols = extents_[1];
-    // A pass over the columns (and the column blocks) per block row, at most: bounded first
-    // by all of them, then by what pass 1 finds each spans.
+    // Pass 1 keeps a slot per column block for each block row: bounded by the entries.
     if (double(block_rows) * double(block_cols) > 4.0 * double(n_) + 65536.0) return false;
     if (double(block_rows) > std::min(cap_, double(kMaxPositions))) return false;
     const int col_shift = split_shift_[1];
-    const int32_t* col = mode_coords_[1];
     auto block_of = [&](int32_t c) -> int64_t {
       return col_shift >= 0 ? c >> col_shift : c / col_split;
     };
     auto inner_of = [&](int32_t c) -> int32_t {
       return static_cast<int32_t>(col_shift >= 0 ? c & (col_split - 1) : c % col_split);
     };
-    const std::vector<int64_t> start = RowStarts(rows, n_, mode_coords_[0]);
+    const int32_t* col = mode_coords_[1];
+    // The columns of a few entries of each block row bound its span from below: a matrix whose
+    // block rows span too much (below) is refused before its rows are counted.
+    const int32_t* row_of = mode_coords_[0];
+    double least_spans = 0;
+    for (int64_t b = 0; b < block_rows; ++b) {
+      const int64_t lo = std::lower_bound(row_of, row_of + n_, b * row_split) - row_of;
+      const int64_t hi = std::lower_bound(row_of + lo, row_of + n_, (b + 1) * row_split) - row_of;
+      if (lo == hi) continue;
+      int32_t least = col[lo], most = col[lo];
+      for (int64_t k = 1; k < 64; ++k) {
+        const int32_t c = col[lo + (hi - lo - 1) * k / 63];
+        least = std::min(least, c);
+        most = std::max(most, c);
+      }
+      least_spans += double(most) - least + 1;
+    }
+    if (least_spans > kMostSpanPerEntry * double(n_)) return false;
+    const std::vector<int64_t> start = RowStarts(rows, n_, row_of);
     auto first_entry = [&](int64_t b) { return start[std::min(rows, b * row_split)]; };
     const int threads = threads_;
     std::vector<int64_t> block_lo(threads + 1, block_rows);
@@ -1486,7 +1503,7 @@ class LevelPacker {
       }
       spans += double(col_hi[b]) - col_lo[b] + 1;
     }
-    if (spans > 0.25 * double(n_)) return false;
+    if (spans > kMostSpanPerEntry * double(n_)) return false;
 
     // Per block row: its blocks; per thread: the widest span of block columns in a block row,
     // of columns in a block, and the largest coordinates (for given encodings).
