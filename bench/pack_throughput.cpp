@@ -1,7 +1,10 @@
 // Packing time of the formats tune picks, against CSR, on generated matrices.
 // Usage: pack_throughput [NNZ] [REPEATS] [FORMAT]   (default 20M nonzeros, 5 repeats, every format)
-// Prints, per matrix and format, the median pack time and its ratio to CSR's in the same run,
-// and the ratio of the packer's sorting path (the entries' canonical order given explicitly,
+// Each pack runs on fresh memory, as a caller's first one does and as tune and bench time it
+// (freed blocks kept for the next pack are released first: on a virtual machine, mapping and
+// clearing fresh pages runs at about 2 GB/s, so a pack's scratch arrays cost as much as its
+// work). Prints, per matrix and format, the median pack time and its ratio to CSR's in the same
+// run, and the ratio of the packer's sorting path (the entries' canonical order given explicitly,
 // as an emitted kernel's _pack_coo gives it) to that time: what a direct path saves, where a
 // format has one (1.05-1.25x where it has none: the list costs the sorting path a gather).
 
@@ -66,6 +69,7 @@ double MedianPackMs(const sparsetune::CooTensor& t, const StorageFormat& f, int 
                     std::string& refusal) {
   std::vector<double> ms;
   for (int r = 0; r < repeats; ++r) {
+    sparsetune::bulk_memory::ReleaseKept();
     sparsetune::PackOutcome out = sparsetune::Pack(t, f, sparsetune::DType::kF32);
     if (!out.packed) {
       refusal = out.refusal;
@@ -94,6 +98,7 @@ double MedianSortingPathMs(const sparsetune::CooTensor& t, const StorageFormat& 
   const int32_t* coords[] = {t.coords[0].data(), t.coords[1].data()};
   std::vector<double> ms;
   for (int r = 0; r < repeats; ++r) {
+    sparsetune::bulk_memory::ReleaseKept();
     const auto start = std::chrono::steady_clock::now();
     sparsetune::packer::LevelPacker<sparsetune::BulkAllocator, sparsetune::ScratchAllocator> levels(
         layout, options, t.nnz(), coords, canonical.data());
