@@ -1427,13 +1427,15 @@ class LevelPacker {
   }
 
   // IsBlockCoordinates packed block row by block row from entries in canonical order. A block
-  // row is one range of the entries and of the leaf positions alike; a stable counting sort by
-  // column over the columns it spans puts its entries in block, column, row order at once
-  // (canonical order gives the rows in order), and they are written out from there. Radix-
-  // sorting every entry by a key of all four levels, then building each level in a pass of its
-  // own, took 2-2.4x a CSR's packing on a band. Only where the block rows' column spans add up
-  // to few next to the entries (a band, blocks of many rows of a local pattern); false, with
-  // nothing built, as PackColumnSegments, elsewhere.
+  // row is one range of the entries and of the leaf positions alike. Where its columns span
+  // few next to its entries (a band), a stable counting sort by column over that span puts
+  // them in block, column, row order at once (canonical order gives the rows in order);
+  // elsewhere (graphs) a counting sort by column block, then each block sorted by a key of its
+  // column and row. Either writes the levels out in order, with little scratch: the sorting
+  // path, a radix sort of every entry by a key of all four levels and then a pass per level,
+  // took 2-2.4x a CSR's packing on a band and 3-4x on scattered patterns, and on fresh memory,
+  // where its scratch arrays are faulted in, 1.3-2.8x this path's time. False, with nothing
+  // built, as PackColumnSegments.
   static constexpr double kMostSpanPerEntry = 0.25;  // columns spanned, over the entries
   bool PackBlockCoordinates() {
     if (!IsBlockCoordinates(layout_) || canonical_ || rows_in_order_ ||
@@ -1469,7 +1471,10 @@ class LevelPacker {
       }
       least_spans += double(most) - least + 1;
     }
-    if (least_spans > kMostSpanPerEntry * double(n_)) return false;
+    bool narrow = least_spans <= kMostSpanPerEntry * double(n_);
+    // Elsewhere each block is sorted by a key of its column and row in 32 bits.
+    const int row_bits = BitsFor(row_split), column_bits = BitsFor(col_split);
+    if (!narrow && row_bits + column_bits > 32) return false;
     const std::vector<int64_t> start = RowStarts(rows, n_, row_of);
     auto first_entry = [&](int64_t b) { return start[std::min(rows, b * row_split)]; };
     const int threads = threads_;
@@ -1490,11 +1495,11 @@ class LevelPacker {
     // Each block row's columns span from its rows' smallest first column to their largest last
     // one (two reads a row). A counting sort over spans wide next to the entries scatters them
     // over more memory than the caches hold (20M uniform entries in blocks of 64K: 5.8x a CSR's
-    // packing); those are left to the sorting path.
+    // packing); those are sorted block by block instead.
     std::vector<int32_t> col_lo(block_rows, 0), col_hi(block_rows, -1);  // -1: no entries
     double spans = 0;
 #pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : spans)
-    for (int64_t b = 0; b < block_rows; ++b) {
+    for (int64_t b = 0; b < (narrow ? block_rows : 0); ++b) {
       const int64_t r0 = b * row_split, r1 = std::min(rows, r0 + row_split);
       for (int64_t r = r0; r < r1; ++r) {
         if (start[r] == start[r + 1]) continue;
@@ -1503,7 +1508,7 @@ class LevelPacker {
       }
       spans += double(col_hi[b]) - col_lo[b] + 1;
     }
-    if (spans > kMostSpanPerEntry * double(n_)) return false;
+    narrow = narrow && spans <= kMostSpanPerEntry * double(n_);
 
     // Per block row: its blocks; per thread: the widest span of block columns in a block row,
     // of columns in a block, and the largest coordinates (for given encodings).
@@ -1583,6 +1588,11 @@ class LevelPacker {
         return false;
     }
     const bool outer_relative = outer.encoding.relative, inner_relative = inner.encoding.relative;
+    const uint64_t row_mask = (uint64_t(1) << row_bits) - 1;
+    // The radix sort of a block: digits of at most 8 bits (a few KiB of counts, in L1), alike.
+    const int column_passes = std::max(1, (column_bits + 7) / 8);
+    const int digit_bits = std::max(1, (column_bits + column_passes - 1) / column_passes);
+    const uint64_t digit_mask = (uint64_t(1) << digit_bits) - 1;
     outer.pos.resize(block_rows + 1);
     for (int64_t b = 0; b <= block_rows; ++b) outer.pos[b] = static_cast<int32_t>(blocks_in[b]);
     outer.crd.resize(blocks * outer.encoding.bits / 8);
@@ -1607,11 +1617,78 @@ class LevelPacker {
             // Per column of the block row's span, its first slot, then its end; per slot, the
             // entry (from the block row's first) and its row in the block.
             std::vector<int32_t> at, slot_entry, slot_row;
+            // Per column block, its first element, then its end; per element, the key of its
+            // column and row in the block above its entry (from the block row's first): one
+            // word to move where the sort moves it.
+            std::vector<int64_t> block_at(narrow ? 0 : block_cols + 1);
+            std::vector<int64_t> digit_at(narrow ? 0 : int64_t(1) << digit_bits);
+            std::vector<uint64_t> element, element_scratch;
             for (int64_t b = block_lo[t]; b < block_lo[t + 1]; ++b) {
               const int64_t r0 = b * row_split, r1 = std::min(rows, r0 + row_split);
               const int64_t first = start[r0], count = start[r1] - first;
               if (outer_relative) outer.base[b] = 0;
               if (count == 0) continue;
+              if (!narrow) {
+                std::fill(block_at.begin(), block_at.end(), 0);
+                for (int64_t e = first; e < first + count; ++e) ++block_at[block_of(col[e]) + 1];
+                for (int64_t k1 = 0; k1 < block_cols; ++k1) block_at[k1 + 1] += block_at[k1];
+                element.resize(count);
+                element_scratch.resize(count);
+                for (int64_t r = r0; r < r1; ++r) {
+                  for (int64_t e = start[r]; e < start[r + 1]; ++e) {
+                    const uint64_t key =
+                        uint64_t(uint32_t(inner_of(col[e])) << row_bits | uint32_t(r - r0));
+                    element[block_at[block_of(col[e])]++] = key << 32 | uint64_t(e - first);
+                  }
+                }
+                // block_at[k1] is now block k1's end. A block's keys are distinct.
+                int64_t q1 = blocks_in[b], lo = 0;
+                bool first_block = true;
+                for (int64_t k1 = 0; k1 < block_cols; ++k1) {
+                  const int64_t hi = block_at[k1], size = hi - lo;
+                  if (size == 0) continue;
+                  uint64_t* const v = element.data() + lo;
+                  if (size <= 512) {
+                    std::sort(v, v + size);
+                  } else {  // LSD radix by the column bits: its rows came in order
+                    uint64_t* from = v;
+                    uint64_t* to = element_scratch.data() + lo;
+                    for (int shift = 32 + row_bits; shift < 32 + row_bits + column_bits;
+                         shift += digit_bits) {
+                      std::fill(digit_at.begin(), digit_at.end(), 0);
+                      for (int64_t x = 0; x < size; ++x)
+                        ++digit_at[(from[x] >> shift) & digit_mask];
+                      int64_t running = 0;
+                      for (int64_t& d : digit_at) {
+                        const int64_t here = d;
+                        d = running;
+                        running += here;
+                      }
+                      for (int64_t x = 0; x < size; ++x)
+                        to[digit_at[(from[x] >> shift) & digit_mask]++] = from[x];
+                      std::swap(from, to);
+                    }
+                    if (from != v) std::copy(from, from + size, v);
+                  }
+                  if (first_block && outer_relative) outer.base[b] = static_cast<int32_t>(k1);
+                  first_block = false;
+                  const int32_t base =
+                      inner_relative ? static_cast<int32_t>(v[0] >> (32 + row_bits)) : 0;
+                  outer_crd[q1] = static_cast<Outer>(k1 - (outer_relative ? outer.base[b] : 0));
+                  inner.pos[q1] = static_cast<int32_t>(first + lo);
+                  if (inner_relative) inner.base[q1] = base;
+                  ++q1;
+                  for (int64_t x = 0; x < size; ++x) {
+                    const uint64_t key = v[x] >> 32;
+                    const int64_t q = first + lo + x;
+                    inner_crd[q] = static_cast<Inner>(static_cast<int32_t>(key >> row_bits) - base);
+                    row_crd[q] = static_cast<Row>(key & row_mask);
+                    position_[first + static_cast<uint32_t>(v[x])] = static_cast<int32_t>(q);
+                  }
+                  lo = hi;
+                }
+                continue;
+              }
               const int32_t lo_col = col_lo[b], span = col_hi[b] - lo_col + 1;
               at.assign(span + 1, 0);
               for (int64_t e = first; e < first + count; ++e) ++at[col[e] - lo_col + 1];

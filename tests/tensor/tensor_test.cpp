@@ -573,9 +573,10 @@ TEST(Pack, ColumnSegmentsPackedWithoutSortingMatchTheSortingPath) {
   omp_set_num_threads(saved_threads);
 }
 
-// Blocks as coordinate lists (i1:U k1:C k0:C i0:Q) are packed block row by block row where the
-// block rows are tall (or the matrix a band), and sorted elsewhere; the arrays are the sorting
-// path's either way, with splits by powers of two or not, any encodings and threads.
+// Blocks as coordinate lists (i1:U k1:C k0:C i0:Q) are packed block row by block row, a band's
+// counted into place by column, others' blocks sorted (few entries by comparison, more by
+// radix); the arrays are the sorting path's either way, with splits by powers of two or not,
+// any encodings and threads.
 TEST(Pack, BlockCoordinatesPackedWithoutSortingMatchTheSortingPath) {
   const int saved_threads = omp_get_max_threads();
   for (const CooTensor& m : MatricesToPackDirectly()) {
