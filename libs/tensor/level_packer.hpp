@@ -1426,6 +1426,10 @@ class LevelPacker {
            l[3].kind == kSingletonLevel;
   }
 
+  // A band's block rows, counted into place by column: the columns they span, over the entries,
+  // at most.
+  static constexpr double kMostSpanPerEntry = 0.25;
+
   // IsBlockCoordinates packed block row by block row from entries in canonical order. A block
   // row is one range of the entries and of the leaf positions alike. Where its columns span
   // few next to its entries (a band), a stable counting sort by column over that span puts
@@ -1436,7 +1440,6 @@ class LevelPacker {
   // took 2-2.4x a CSR's packing on a band and 3-4x on scattered patterns, and on fresh memory,
   // where its scratch arrays are faulted in, 1.3-2.8x this path's time. False, with nothing
   // built, as PackColumnSegments.
-  static constexpr double kMostSpanPerEntry = 0.25;  // columns spanned, over the entries
   bool PackBlockCoordinates() {
     if (!IsBlockCoordinates(layout_) || canonical_ || rows_in_order_ ||
         options_.record_after_levels > 0 || n_ == 0)
@@ -1455,8 +1458,8 @@ class LevelPacker {
       return static_cast<int32_t>(col_shift >= 0 ? c & (col_split - 1) : c % col_split);
     };
     const int32_t* col = mode_coords_[1];
-    // The columns of a few entries of each block row bound its span from below: a matrix whose
-    // block rows span too much (below) is refused before its rows are counted.
+    // The columns of a few entries of each block row bound its span from below: most matrices
+    // that are no band are told apart before their rows are counted.
     const int32_t* row_of = mode_coords_[0];
     double least_spans = 0;
     for (int64_t b = 0; b < block_rows; ++b) {
