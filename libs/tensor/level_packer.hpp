@@ -1225,6 +1225,12 @@ class LevelPacker {
            l[2].group == 1;
   }
 
+  // Whether a given encoding holds coordinates whose largest is `most` and whose widest segment
+  // spans `span` (the direct paths' check, from their first pass's statistics).
+  static bool FitsEncoding(const Encoding& e, int64_t most, int64_t span) {
+    return e.bits >= 32 || (e.relative ? span : most) < (int64_t(1) << e.bits);
+  }
+
   // Calls body(T{}) with T the integer type that holds coordinates of `bits` bits.
   template <class Body>
   static void WithCoordinateType(int bits, Body&& body) {
@@ -1346,11 +1352,8 @@ class LevelPacker {
       const std::vector<Encoding>& given = options_.encodings;
       if (!dense_rows && given.size() > 1) middle.encoding = given[1];
       if (given.size() > 2) leaf.encoding = given[2];
-      auto fits = [](const Encoding& e, int64_t most, int64_t span) {
-        return e.bits >= 32 || (e.relative ? span : most) < (int64_t(1) << e.bits);
-      };
-      if (!fits(middle.encoding, row_largest, row_span) ||
-          !fits(leaf.encoding, leaf_largest, leaf_span))
+      if (!FitsEncoding(middle.encoding, row_largest, row_span) ||
+          !FitsEncoding(leaf.encoding, leaf_largest, leaf_span))
         return false;
     }
     const bool row_relative = !dense_rows && middle.encoding.relative;
@@ -1581,13 +1584,10 @@ class LevelPacker {
       if (given.size() > 1) outer.encoding = given[1];
       if (given.size() > 2) inner.encoding = given[2];
       if (given.size() > 3) leaf.encoding = given[3];
-      auto fits = [](const Encoding& e, int64_t most, int64_t span) {
-        return e.bits >= 32 || (e.relative ? span : most) < (int64_t(1) << e.bits);
-      };
       if (leaf.encoding.relative ||
-          !fits(outer.encoding, most_of(block_most), most_of(block_span)) ||
-          !fits(inner.encoding, most_of(inner_most), most_of(inner_span)) ||
-          !fits(leaf.encoding, most_of(row_most), 0))
+          !FitsEncoding(outer.encoding, most_of(block_most), most_of(block_span)) ||
+          !FitsEncoding(inner.encoding, most_of(inner_most), most_of(inner_span)) ||
+          !FitsEncoding(leaf.encoding, most_of(row_most), 0))
         return false;
     }
     const bool outer_relative = outer.encoding.relative, inner_relative = inner.encoding.relative;
