@@ -133,8 +133,10 @@ void SpmvRules(const Sizes& sizes, int64_t value_bytes, std::vector<nlohmann::js
   }
 }
 
-// SpMM: register tiles of B's rows, block rows sharing their columns, column segments.
-void SpmmRules(const Sizes& sizes, int64_t value_bytes, std::vector<nlohmann::json>& schedules) {
+// SpMM: register tiles of B's rows, block rows sharing their columns, column segments, and
+// 2-D tiles for dense enough patterns.
+void SpmmRules(const Sizes& sizes, int64_t nnz, int64_t value_bytes,
+               std::vector<nlohmann::json>& schedules) {
   // Segments whose gathered rows fill a half or a quarter of the last-level cache: each
   // segment's slice is read from DRAM once and gathered from the cache by every row, at the
   // cost of streaming the row operand (or the output) once per segment.
@@ -165,6 +167,26 @@ void SpmmRules(const Sizes& sizes, int64_t value_bytes, std::vector<nlohmann::js
                          {"narrow_coordinates", true}});
   }
   const int64_t j = SplitUpTo(sizes.at("j"), 64);
+  // 2-D tiles (pruned network layers): the rows of a tile take each column's slice of B (k
+  // columns of j0 values, an L1's worth and twice that) while it is in L1, so each slice is read
+  // from L2 once per tile rather than once per row. Worth it where a tile's column holds two
+  // entries or more on average; sparser patterns pay a tile's bookkeeping for no reuse.
+  constexpr int64_t kTileRows = 128;
+  const double rows = static_cast<double>(std::max<int64_t>(sizes.at("i"), 1));
+  const double columns = static_cast<double>(std::max<int64_t>(sizes.at("k"), 1));
+  const double entries_per_tile_column = kTileRows * static_cast<double>(nnz) / (rows * columns);
+  if (j >= 4 && entries_per_tile_column >= 2 && sizes.at("i") >= 2 * kTileRows) {
+    int64_t tile_columns = 1;
+    while (2 * tile_columns * j * value_bytes <= MachineCaches().l1d) tile_columns *= 2;
+    for (int64_t k : {tile_columns, 2 * tile_columns}) {
+      if (k < 16 || sizes.at("k") < 2 * k) continue;
+      schedules.push_back({{"splits", {{"i", kTileRows}, {"k", k}, {"j", j}}},
+                           {"loop_order", {"i1", "k1", "i0", "j1", "k0", "j0"}},
+                           {"format", {"i1:U", "k1:C", "i0:C", "k0:C"}},
+                           {"parallel", Balanced("i1")},
+                           {"narrow_coordinates", true}});
+    }
+  }
   for (int64_t budget : {llc / 2, llc / 4}) {
     const int64_t width = SegmentWidth(sizes.at("k"), sizes.at("j") * value_bytes, budget);
     if (width == 0 || j < 4) continue;
@@ -239,12 +261,12 @@ void MttkrpRules(const Sizes& sizes, std::vector<nlohmann::json>& schedules) {
 std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                                                  const Expression& expression,
                                                  const std::map<std::string, int64_t>& sizes,
-                                                 int64_t value_bytes) {
+                                                 int64_t nnz, int64_t value_bytes) {
   std::vector<nlohmann::json> schedules;
   if (kernel == "spmv") {
     SpmvRules(sizes, value_bytes, schedules);
   } else if (kernel == "spmm") {
-    SpmmRules(sizes, value_bytes, schedules);
+    SpmmRules(sizes, nnz, value_bytes, schedules);
   } else if (kernel == "sddmm" || kernel == "sddmm_nt") {
     SddmmRules(kernel, sizes, value_bytes, schedules);
   } else if (kernel == "mttkrp") {

@@ -25,13 +25,14 @@ struct TuneCandidate {
 // narrow coordinates, nonzero-balanced rows, several partial sums, sliced rows (SELL-C) for
 // SpMV; register tiles of the output row for SpMM and MTTKRP; a transposed C for SDDMM; column
 // segments sized to the last-level cache where SpMM's B or SDDMM's C does not fit in it
-// (`value_bytes` per value). Only those that lower for the kernel are returned; empty for
-// kernels without such rules. Stored under the source tag "heuristic", as databases already
-// hold them.
+// (`value_bytes` per value); 2-D tiles for SpMM where the pattern (`nnz` entries) is dense
+// enough that B's slices are reused within a tile. Only those that lower for the kernel are
+// returned; empty for kernels without such rules. Stored under the source tag "heuristic", as
+// databases already hold them.
 std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                                                  const Expression& expression,
                                                  const std::map<std::string, int64_t>& sizes,
-                                                 int64_t value_bytes = 4);
+                                                 int64_t nnz, int64_t value_bytes = 4);
 
 // Insum's fixed-length formats for spmv and spmm: GroupCOO(G) (each row's nonzeros in groups of
 // G, the last padded) with G at sqrt(nnz / rows) rounded to a power of two and its two

@@ -7,8 +7,11 @@
 #include <set>
 
 #include "base/threads.hpp"
+#include "cli/cli_support.hpp"
 #include "db/database.hpp"
 #include "ir/kernels.hpp"
+#include "measure/runner.hpp"
+#include "support/test_data.hpp"
 #include "tune/candidate_sources.hpp"
 #include "tune/candidates.hpp"
 
@@ -69,6 +72,45 @@ TEST(Candidates, SourcesWithNothingToSayAreNotCountedAsUsed) {
   EXPECT_EQ(gathered.sources_used, (std::vector<std::string>{"fixed_csr", "heuristic"}));
   ASSERT_GE(gathered.candidates.size(), 2u);
   EXPECT_EQ(gathered.candidates[0].source, "fixed_csr");
+}
+
+// The rules' schedules with 2-D tiles (a tile's rows over compressed columns of a column tile).
+std::vector<Schedule> SpmmTileRules(const CooTensor& matrix) {
+  static const Expression spmm = KernelExpression("spmm");
+  CandidateContext context;
+  context.kernel = context.kernel_key = "spmm";
+  context.expression = &spmm;
+  context.sizes = {{"i", matrix.dims[0]}, {"k", matrix.dims[1]}, {"j", 64}};
+  context.tensor = &matrix;
+  const auto rules = LibraryRuleSource();
+  std::vector<Schedule> tiles;
+  for (auto& c : GatherCandidates({rules.get()}, context).candidates) {
+    if (c.schedule.splits.count("i") && c.schedule.splits.count("k") &&
+        c.schedule.splits.at("i") > 1 && c.schedule.splits.at("k") > 1)
+      tiles.push_back(std::move(c.schedule));
+  }
+  return tiles;
+}
+
+// A pruned layer's pattern (10% dense) takes 2-D tiles, and they compute what the reference does;
+// a pattern with a handful of entries per row does not, as it would pay a tile's bookkeeping
+// for nothing.
+TEST(Candidates, SpmmTakesTwoDimensionalTilesOnlyOnDensePatterns) {
+  const CooTensor dense = testing::RandomSparse({512, 1024}, 52000, 41);
+  const std::vector<Schedule> tiles = SpmmTileRules(dense);
+  ASSERT_FALSE(tiles.empty());
+  testing::TempDir dir;
+  Jit jit(dir.path() + "/jit");
+  const Expression spmm = KernelExpression("spmm");
+  KernelRunner runner(spmm, dense, ResolveIndexSizes(spmm, dense.dims, {{"j", 64}}), DType::kF32,
+                      jit);
+  for (const Schedule& tile : tiles) {
+    RunOptions options;
+    options.time = false;
+    const RunResult r = runner.Run(tile, options);
+    EXPECT_TRUE(r.verified) << tile.CanonicalJson() << ": " << r.message;
+  }
+  EXPECT_TRUE(SpmmTileRules(testing::RandomSparse({512, 1024}, 4000, 42)).empty());
 }
 
 // A schedule that names every thread by their count runs the kernel of one that says 0 (all):

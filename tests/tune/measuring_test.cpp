@@ -41,7 +41,7 @@ TEST(Twins, ATwinThatDidNotRunSaysNothing) {
 std::vector<TuneCandidate> SpmvCandidates(CooTensor* matrix) {
   const Expression spmv = KernelExpression("spmv");
   std::vector<TuneCandidate> candidates =
-      LibraryRuleCandidates("spmv", spmv, {{"i", 64}, {"k", 64}});
+      LibraryRuleCandidates("spmv", spmv, {{"i", 64}, {"k", 64}}, 64);
   EXPECT_GE(candidates.size(), 4u);
   candidates.back().schedule.ordering = OrderingKind::kDegree;
   candidates.back().json = candidates.back().schedule.CanonicalJson();
