@@ -63,6 +63,18 @@ int64_t SegmentWidth(int64_t columns, int64_t row_bytes, int64_t budget) {
 
 using Sizes = std::map<std::string, int64_t>;
 
+// Rows of a 2-D tile (SpMM, SDDMM): its output rows stay in L2 while the tile's columns pass.
+constexpr int64_t kTileRows = 128;
+
+// Entries per column of a tile of kTileRows rows were the `nnz` entries spread evenly over rows
+// i and columns `column`: how many of a tile's rows share each slice of the dense operand its
+// columns gather. 2-D tiles are worth their bookkeeping from two on.
+double EntriesPerTileColumn(const Sizes& sizes, const std::string& column, int64_t nnz) {
+  const double rows = static_cast<double>(std::max<int64_t>(sizes.at("i"), 1));
+  const double columns = static_cast<double>(std::max<int64_t>(sizes.at(column), 1));
+  return kTileRows * static_cast<double>(nnz) / (rows * columns);
+}
+
 // SpMV: narrow coordinates, nonzero-balanced rows and partial sums; one thread for small
 // matrices; column segments and coordinate lists in blocks for wide ones; sliced rows (SELL-C).
 void SpmvRules(const Sizes& sizes, int64_t value_bytes, std::vector<nlohmann::json>& schedules) {
@@ -169,13 +181,8 @@ void SpmmRules(const Sizes& sizes, int64_t nnz, int64_t value_bytes,
   const int64_t j = SplitUpTo(sizes.at("j"), 64);
   // 2-D tiles (pruned network layers): the rows of a tile take each column's slice of B (k
   // columns of j0 values, an L1's worth and twice that) while it is in L1, so each slice is read
-  // from L2 once per tile rather than once per row. Worth it where a tile's column holds two
-  // entries or more on average; sparser patterns pay a tile's bookkeeping for no reuse.
-  constexpr int64_t kTileRows = 128;
-  const double rows = static_cast<double>(std::max<int64_t>(sizes.at("i"), 1));
-  const double columns = static_cast<double>(std::max<int64_t>(sizes.at("k"), 1));
-  const double entries_per_tile_column = kTileRows * static_cast<double>(nnz) / (rows * columns);
-  if (j >= 4 && entries_per_tile_column >= 2 && sizes.at("i") >= 2 * kTileRows) {
+  // from L2 once per tile rather than once per row.
+  if (j >= 4 && EntriesPerTileColumn(sizes, "k", nnz) >= 2 && sizes.at("i") >= 2 * kTileRows) {
     int64_t tile_columns = 1;
     while (2 * tile_columns * j * value_bytes <= MachineCaches().l1d) tile_columns *= 2;
     for (int64_t k : {tile_columns, 2 * tile_columns}) {
@@ -199,8 +206,8 @@ void SpmmRules(const Sizes& sizes, int64_t nnz, int64_t value_bytes,
 }
 
 // SDDMM (C given as C(k,j), or as C(j,k) for sddmm_nt): dot products of a few nonzeros at a
-// time, and column segments.
-void SddmmRules(const std::string& kernel, const Sizes& sizes, int64_t value_bytes,
+// time, column segments, and 2-D tiles for dense enough patterns.
+void SddmmRules(const std::string& kernel, const Sizes& sizes, int64_t nnz, int64_t value_bytes,
                 std::vector<nlohmann::json>& schedules) {
   // Segments whose gathered rows fill a half or a quarter of the last-level cache: each
   // segment's slice is read from DRAM once and gathered from the cache by every row, at the
@@ -238,6 +245,23 @@ void SddmmRules(const std::string& kernel, const Sizes& sizes, int64_t value_byt
       schedules.push_back(s);
     }
   }
+  // 2-D tiles (pruned network layers): the rows of a tile take their dot products with each
+  // column tile's rows of C (a quarter and an eighth of L2) while they are in L2.
+  if (EntriesPerTileColumn(sizes, "j", nnz) >= 2 && sizes.at("i") >= 2 * kTileRows) {
+    for (int64_t budget : {MachineCaches().l2 / 4, MachineCaches().l2 / 8}) {
+      int64_t tile_columns = 1;
+      while (2 * tile_columns * row_bytes <= budget) tile_columns *= 2;
+      if (tile_columns < 16 || sizes.at("j") < 2 * tile_columns) continue;
+      nlohmann::json s = {{"splits", {{"i", kTileRows}, {"j", tile_columns}}},
+                          {"loop_order", {"i1", "j1", "i0", "j0", "k"}},
+                          {"format", {"i1:U", "j1:C", "i0:C", "j0:C"}},
+                          {"parallel", Balanced("i1")},
+                          {"narrow_coordinates", true},
+                          {"unroll", 4}};
+      if (kernel == "sddmm") s["transpose"] = {"C"};
+      schedules.push_back(s);
+    }
+  }
 }
 
 // MTTKRP: a register tile of the output row, or none.
@@ -268,7 +292,7 @@ std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
   } else if (kernel == "spmm") {
     SpmmRules(sizes, nnz, value_bytes, schedules);
   } else if (kernel == "sddmm" || kernel == "sddmm_nt") {
-    SddmmRules(kernel, sizes, value_bytes, schedules);
+    SddmmRules(kernel, sizes, nnz, value_bytes, schedules);
   } else if (kernel == "mttkrp") {
     MttkrpRules(sizes, schedules);
   }

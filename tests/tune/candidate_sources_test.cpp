@@ -74,43 +74,47 @@ TEST(Candidates, SourcesWithNothingToSayAreNotCountedAsUsed) {
   EXPECT_EQ(gathered.candidates[0].source, "fixed_csr");
 }
 
-// The rules' schedules with 2-D tiles (a tile's rows over compressed columns of a column tile).
-std::vector<Schedule> SpmmTileRules(const CooTensor& matrix) {
-  static const Expression spmm = KernelExpression("spmm");
+// The rules' schedules with 2-D tiles: a tile's rows (i0) below a compressed tile of columns.
+std::vector<Schedule> TileRules(const std::string& kernel, const CooTensor& matrix,
+                                const std::map<std::string, int64_t>& dense) {
+  const Expression e = KernelExpression(kernel);
   CandidateContext context;
-  context.kernel = context.kernel_key = "spmm";
-  context.expression = &spmm;
-  context.sizes = {{"i", matrix.dims[0]}, {"k", matrix.dims[1]}, {"j", 64}};
+  context.kernel = context.kernel_key = kernel;
+  context.expression = &e;
+  context.sizes = ResolveIndexSizes(e, matrix.dims, dense);
   context.tensor = &matrix;
   const auto rules = LibraryRuleSource();
   std::vector<Schedule> tiles;
   for (auto& c : GatherCandidates({rules.get()}, context).candidates) {
-    if (c.schedule.splits.count("i") && c.schedule.splits.count("k") &&
-        c.schedule.splits.at("i") > 1 && c.schedule.splits.at("k") > 1)
+    if (c.schedule.format.size() == 4 && c.schedule.format[2].first == "i0")
       tiles.push_back(std::move(c.schedule));
   }
   return tiles;
 }
 
-// A pruned layer's pattern (10% dense) takes 2-D tiles, and they compute what the reference does;
-// a pattern with a handful of entries per row does not, as it would pay a tile's bookkeeping
-// for nothing.
-TEST(Candidates, SpmmTakesTwoDimensionalTilesOnlyOnDensePatterns) {
-  const CooTensor dense = testing::RandomSparse({512, 1024}, 52000, 41);
-  const std::vector<Schedule> tiles = SpmmTileRules(dense);
-  ASSERT_FALSE(tiles.empty());
+// A pruned layer's pattern (10% dense) takes 2-D tiles for SpMM and SDDMM, and they compute what
+// the reference does; a pattern with a handful of entries per row does not, as it would pay a
+// tile's bookkeeping for nothing.
+TEST(Candidates, TwoDimensionalTilesOnlyOnDensePatterns) {
+  const CooTensor dense = testing::RandomSparse({512, 4096}, 210000, 41);
+  const CooTensor sparse = testing::RandomSparse({512, 4096}, 8000, 42);
   testing::TempDir dir;
   Jit jit(dir.path() + "/jit");
-  const Expression spmm = KernelExpression("spmm");
-  KernelRunner runner(spmm, dense, ResolveIndexSizes(spmm, dense.dims, {{"j", 64}}), DType::kF32,
-                      jit);
-  for (const Schedule& tile : tiles) {
-    RunOptions options;
-    options.time = false;
-    const RunResult r = runner.Run(tile, options);
-    EXPECT_TRUE(r.verified) << tile.CanonicalJson() << ": " << r.message;
+  for (const auto& [kernel, dense_sizes] :
+       std::vector<std::pair<std::string, std::map<std::string, int64_t>>>{
+           {"spmm", {{"j", 64}}}, {"sddmm", {{"k", 256}}}, {"sddmm_nt", {{"k", 256}}}}) {
+    const std::vector<Schedule> tiles = TileRules(kernel, dense, dense_sizes);
+    ASSERT_FALSE(tiles.empty()) << kernel;
+    const Expression e = KernelExpression(kernel);
+    KernelRunner runner(e, dense, ResolveIndexSizes(e, dense.dims, dense_sizes), DType::kF32, jit);
+    for (const Schedule& tile : tiles) {
+      RunOptions options;
+      options.time = false;
+      const RunResult r = runner.Run(tile, options);
+      EXPECT_TRUE(r.verified) << kernel << " " << tile.CanonicalJson() << ": " << r.message;
+    }
+    EXPECT_TRUE(TileRules(kernel, sparse, dense_sizes).empty()) << kernel;
   }
-  EXPECT_TRUE(SpmmTileRules(testing::RandomSparse({512, 1024}, 4000, 42)).empty());
 }
 
 // A schedule that names every thread by their count runs the kernel of one that says 0 (all):
