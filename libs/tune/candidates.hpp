@@ -26,9 +26,9 @@ struct TuneCandidate {
 // SpMV; register tiles of the output row for SpMM and MTTKRP; a transposed C for SDDMM; column
 // segments sized to the last-level cache where SpMM's B or SDDMM's C does not fit in it
 // (`value_bytes` per value); 2-D tiles for SpMM and SDDMM where the pattern (`nnz` entries) is
-// dense enough that the gathered operand's slices are reused within a tile. Only those that lower for the kernel are
-// returned; empty for kernels without such rules. Stored under the source tag "heuristic", as
-// databases already hold them.
+// dense enough that the gathered operand's slices are reused within a tile. Only those that
+// lower for the kernel are returned; empty for kernels without such rules. Stored under the
+// source tag "heuristic", as databases already hold them.
 std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                                                  const Expression& expression,
                                                  const std::map<std::string, int64_t>& sizes,
