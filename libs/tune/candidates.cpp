@@ -51,13 +51,19 @@ int64_t SplitUpTo(int64_t size, int64_t limit) {
   return s;
 }
 
+// The most rows of `row_bytes` each, a power of two, that take at most `budget` bytes (at least 1).
+int64_t RowsWithin(int64_t row_bytes, int64_t budget) {
+  int64_t rows = 1;
+  while (rows * 2 * row_bytes <= budget) rows *= 2;
+  return rows;
+}
+
 // Column segments for dense rows gathered at random: the width (a power of two) whose slice of
 // the gathered operand (`row_bytes` a row) takes at most `budget` bytes, or 0 when the whole
 // operand already fits in it or a segment would hold fewer than 1024 rows.
 int64_t SegmentWidth(int64_t columns, int64_t row_bytes, int64_t budget) {
   if (columns * row_bytes <= budget) return 0;
-  int64_t width = 1;
-  while (width * 2 * row_bytes <= budget) width *= 2;
+  const int64_t width = RowsWithin(row_bytes, budget);
   return width >= 1024 ? width : 0;
 }
 
@@ -66,13 +72,15 @@ using Sizes = std::map<std::string, int64_t>;
 // Rows of a 2-D tile (SpMM, SDDMM): its output rows stay in L2 while the tile's columns pass.
 constexpr int64_t kTileRows = 128;
 
-// Entries per column of a tile of kTileRows rows were the `nnz` entries spread evenly over rows
-// i and columns `column`: how many of a tile's rows share each slice of the dense operand its
-// columns gather. 2-D tiles are worth their bookkeeping from two on.
-double EntriesPerTileColumn(const Sizes& sizes, const std::string& column, int64_t nnz) {
+// Whether 2-D tiles are worth their bookkeeping: the matrix holds two tiles' rows or more, and
+// a tile's column would hold two entries or more were the `nnz` entries spread evenly over rows
+// i and columns `column` (so that two rows or more share each slice of the dense operand the
+// column gathers).
+bool DenseEnoughForTiles(const Sizes& sizes, const std::string& column, int64_t nnz) {
   const double rows = static_cast<double>(std::max<int64_t>(sizes.at("i"), 1));
   const double columns = static_cast<double>(std::max<int64_t>(sizes.at(column), 1));
-  return kTileRows * static_cast<double>(nnz) / (rows * columns);
+  const double entries_per_tile_column = kTileRows * static_cast<double>(nnz) / (rows * columns);
+  return entries_per_tile_column >= 2 && sizes.at("i") >= 2 * kTileRows;
 }
 
 // SpMV: narrow coordinates, nonzero-balanced rows and partial sums; one thread for small
@@ -182,9 +190,8 @@ void SpmmRules(const Sizes& sizes, int64_t nnz, int64_t value_bytes,
   // 2-D tiles (pruned network layers): the rows of a tile take each column's slice of B (k
   // columns of j0 values, an L1's worth and twice that) while it is in L1, so each slice is read
   // from L2 once per tile rather than once per row.
-  if (j >= 4 && EntriesPerTileColumn(sizes, "k", nnz) >= 2 && sizes.at("i") >= 2 * kTileRows) {
-    int64_t tile_columns = 1;
-    while (2 * tile_columns * j * value_bytes <= MachineCaches().l1d) tile_columns *= 2;
+  if (j >= 4 && DenseEnoughForTiles(sizes, "k", nnz)) {
+    const int64_t tile_columns = RowsWithin(j * value_bytes, MachineCaches().l1d);
     for (int64_t k : {tile_columns, 2 * tile_columns}) {
       if (k < 16 || sizes.at("k") < 2 * k) continue;
       schedules.push_back({{"splits", {{"i", kTileRows}, {"k", k}, {"j", j}}},
@@ -247,10 +254,9 @@ void SddmmRules(const std::string& kernel, const Sizes& sizes, int64_t nnz, int6
   }
   // 2-D tiles (pruned network layers): the rows of a tile take their dot products with each
   // column tile's rows of C (a quarter and an eighth of L2) while they are in L2.
-  if (EntriesPerTileColumn(sizes, "j", nnz) >= 2 && sizes.at("i") >= 2 * kTileRows) {
+  if (DenseEnoughForTiles(sizes, "j", nnz)) {
     for (int64_t budget : {MachineCaches().l2 / 4, MachineCaches().l2 / 8}) {
-      int64_t tile_columns = 1;
-      while (2 * tile_columns * row_bytes <= budget) tile_columns *= 2;
+      const int64_t tile_columns = RowsWithin(row_bytes, budget);
       if (tile_columns < 16 || sizes.at("j") < 2 * tile_columns) continue;
       nlohmann::json s = {{"splits", {{"i", kTileRows}, {"j", tile_columns}}},
                           {"loop_order", {"i1", "j1", "i0", "j0", "k"}},
