@@ -229,20 +229,39 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
     const std::vector<RunResult> again = MeasureTogether(runner, schedules, jit, round, observer);
     for (size_t o = 0; o < final_round.size(); ++o) per_finalist[o].push_back(again[o]);
   }
+  std::vector<RunResult> typical(final_round.size());
+  for (size_t o = 0; o < final_round.size(); ++o) typical[o] = MedianContest(per_finalist[o]);
+  const std::vector<size_t> close = RunoffFinalists(typical, options.runoff_within);
+  if (!close.empty() && options.runoff_contests > 0) {
+    const auto runoff_start = std::chrono::steady_clock::now();
+    std::vector<Schedule> runoff;
+    for (size_t o : close) runoff.push_back(schedules[o]);
+    for (int k = 0; k < options.runoff_contests; ++k) {
+      if (progress.stage)
+        progress.stage("final round, run-off of " + std::to_string(close.size()) + ", contest " +
+                       std::to_string(k + 1) + " of " + std::to_string(options.runoff_contests));
+      ContestOptions round = contest;
+      round.timed_in_full.clear();
+      round.seed = contest.seed + 1 + static_cast<uint64_t>(contests + k);
+      const std::vector<RunResult> again = MeasureTogether(runner, runoff, jit, round, observer);
+      for (size_t i = 0; i < close.size(); ++i) per_finalist[close[i]].push_back(again[i]);
+    }
+    for (size_t o : close) typical[o] = MedianContest(per_finalist[o]);
+    m.stage_ms["runoff"] = MsSince(runoff_start);
+  }
   std::vector<RunResult> before, after;  // the finalists the first round timed, then and now
   for (size_t o = 0; o < final_round.size(); ++o) {
-    const RunResult typical = MedianContest(per_finalist[o]);
     auto same = std::find_if(m.candidates.begin(), m.candidates.end(),
                              [&](const TuneCandidate& c) { return c.json == final_round[o].json; });
     if (same != m.candidates.end()) {
       before.push_back(m.results[same - m.candidates.begin()]);
-      after.push_back(typical);
-      m.results[same - m.candidates.begin()] = typical;
+      after.push_back(typical[o]);
+      m.results[same - m.candidates.begin()] = typical[o];
       m.finalists.push_back(same - m.candidates.begin());
     } else {
       m.finalists.push_back(m.candidates.size());
       m.candidates.push_back(final_round[o]);
-      m.results.insert(m.results.end() - 1, typical);  // the FixedCSR repeat stays last
+      m.results.insert(m.results.end() - 1, typical[o]);  // the FixedCSR repeat stays last
     }
   }
   // The rest keep their first-round times, taken minutes earlier on a host whose speed drifts:
@@ -333,6 +352,23 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
     }
   }
   return out;
+}
+
+std::vector<size_t> RunoffFinalists(const std::vector<RunResult>& typical, double within) {
+  std::vector<size_t> ran;
+  for (size_t o = 0; o < typical.size(); ++o) {
+    if (typical[o].ok()) ran.push_back(o);
+  }
+  std::stable_sort(ran.begin(), ran.end(), [&](size_t a, size_t b) {
+    return typical[a].time.median_ms < typical[b].time.median_ms;
+  });
+  std::vector<size_t> close;
+  for (size_t o : ran) {
+    if (typical[o].time.median_ms <= (1 + within) * typical[ran[0]].time.median_ms)
+      close.push_back(o);
+  }
+  if (close.size() < 2) close.clear();
+  return close;
 }
 
 double FinalRoundDrift(const std::vector<RunResult>& first_round,

@@ -93,6 +93,10 @@ struct MeasuringOptions {
   int second_round_steps = 1;  // each step's schedules drawn from the results of all before it
   // Contests of the final round, each packing afresh; a finalist's median one counts.
   int final_contests = 3;
+  // Then the finalists within `runoff_within` of the fastest (RunoffFinalists) are timed in
+  // this many more, and the median of all their contests counts.
+  int runoff_contests = 4;
+  double runoff_within = 0.05;
   // 0: the winner is the fastest a call; N: the least preparation plus N calls (ChoiceCost),
   // with the preparation of the candidates that could be finalists (twice FinalRoundSize's
   // most, by cost) timed again on fresh memory, as a caller's would run, before the final
@@ -104,6 +108,12 @@ struct MeasuringOptions {
 // of an even count), or the first that did not run (a schedule that timed out once is not
 // trusted to run).
 RunResult MedianContest(const std::vector<RunResult>& contests);
+
+// The finalists (indices into `typical`, their median contests) whose call times are within
+// `within` of the fastest's, the fastest first, or none when fewer than two are. Three contests
+// do not separate them: on a pruned layer, two tile shapes whose medians of nine contests are 7%
+// apart came out of three contests 1.2% apart the other way, and the slower was stored.
+std::vector<size_t> RunoffFinalists(const std::vector<RunResult>& typical, double within);
 
 // How much slower (above 1) or faster than in the first round the final round ran: the median,
 // over the finalists timed in both, of the final round's time over the first's (`first_round[o]`
@@ -140,7 +150,8 @@ struct Measured {
   std::vector<TuneCandidateResult> lines;  // one per candidate, as the report shows them
   int attempts = 1;                        // how many times the first round was measured
   std::string disturbance;                 // why the times stayed disturbed ("" when they did not)
-  // "measure", "second" for the second round and "final" for the final round
+  // "measure", "second" for the second round, "final" for the final round and "runoff" for
+  // the part of it that RunoffFinalists asked for
   std::map<std::string, double> stage_ms;
   // The candidates the final round timed again (empty when it had fewer than two): the winner
   // is one of them, judged only against times taken beside it.

@@ -183,6 +183,19 @@ TEST(FinalRound, AFinalistCountsItsMedianContest) {
   EXPECT_DOUBLE_EQ(MedianContest({Timed(5.0)}).time.median_ms, 5.0);
 }
 
+TEST(FinalRound, ThoseCloseToTheFastestAreTimedAgain) {
+  RunResult timed_out = Timed(4.0);
+  timed_out.status = RunStatus::kTimedOut;
+  const std::vector<RunResult> typical = {Timed(10.3), Timed(9.9), timed_out, Timed(10.6),
+                                          Timed(10.35)};
+  // Within 5% of 9.9 ms, the fastest first; a finalist that did not run is not among them.
+  EXPECT_EQ(RunoffFinalists(typical, 0.05), (std::vector<size_t>{1, 0, 4}));
+  EXPECT_EQ(RunoffFinalists(typical, 0.08), (std::vector<size_t>{1, 0, 4, 3}));
+  // One alone has nothing to be told apart from.
+  EXPECT_TRUE(RunoffFinalists(typical, 0.01).empty());
+  EXPECT_TRUE(RunoffFinalists({Timed(1.0)}, 0.05).empty());
+}
+
 TEST(FinalRound, AFinalistThatTimedOutInAnyContestIsNotTrusted) {
   RunResult timed_out = Timed(50.0);
   timed_out.status = RunStatus::kTimedOut;
