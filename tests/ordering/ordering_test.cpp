@@ -169,18 +169,34 @@ TEST(Ordering, RowDegreeSortsTheRowsByTheirOwnNonzerosAndLeavesTheColumns) {
   EXPECT_EQ(o.rows[17], 0);
   EXPECT_TRUE(o.cols.empty());  // square, and still the columns keep their numbering
   ASSERT_TRUE(IsPermutation(o.rows, 300));
-  // Rows by decreasing nonzeros.
+  // Rows by decreasing nonzeros within each thread's share, and each row in its own share.
+  const int64_t window = pattern_ordering::RowDegreeWindow(300);
   std::vector<int> length(300, 0);
   for (int64_t e = 0; e < t.nnz(); ++e) ++length[o.rows[t.coords[0][e]]];
-  for (int r = 1; r < 300; ++r) ASSERT_GE(length[r - 1], length[r]) << r;
+  for (int r = 1; r < 300; ++r) {
+    if (r % window != 0) ASSERT_GE(length[r - 1], length[r]) << r;
+  }
+  for (int r = 0; r < 300; ++r) ASSERT_EQ(o.rows[r] / window, r / window) << r;
   EXPECT_GT(o.rows[200], 1);                                          // not for its column
   EXPECT_LE(ComputeOrdering(t, OrderingKind::kDegree).rows[200], 1);  // symmetric: near the top
   EXPECT_EQ(OrderingRefusal(testing::RandomSparse({40, 90}, 300, 6), OrderingKind::kRowDegree), "");
 }
 
+TEST(Ordering, RowDegreeKeepsEachRowInItsWindow) {
+  // Windows of three rows: each sorted by decreasing degree, ties in order, none crossed.
+  EXPECT_EQ(pattern_ordering::ByDecreasingDegreeWithin({1, 3, 2, 5, 4, 0, 2, 2}, 3),
+            (std::vector<int32_t>{2, 0, 1, 3, 4, 5, 6, 7}));
+  // One window holding every row is the sort over all of them.
+  EXPECT_EQ(pattern_ordering::ByDecreasingDegreeWithin({1, 3, 2, 5}, 4),
+            (std::vector<int32_t>{3, 1, 2, 0}));
+  EXPECT_EQ(pattern_ordering::ByDecreasingDegreeWithin({1, 3, 2, 5}, 0),
+            (std::vector<int32_t>{0, 1, 2, 3}));  // a window of at least one row
+}
+
 // Large enough (at least 2^16 entries, 4 a row) that each
 // thread counts its share of the entries: the permutations are those of one serial count,
-// rows by decreasing degree with ties in their original order.
+// rows by decreasing degree with ties in their original order (for row-degree, within each
+// thread's share of the rows).
 TEST(Ordering, DegreeOrderingsOfALargePatternCountEveryEntryOnce) {
   const int64_t n = 5000;
   CooTensor t = testing::RandomSparse({n, n}, 150000, 11);
@@ -201,8 +217,11 @@ TEST(Ordering, DegreeOrderingsOfALargePatternCountEveryEntryOnce) {
     }
     std::vector<int32_t> old_of_new(n);
     std::iota(old_of_new.begin(), old_of_new.end(), 0);
-    std::stable_sort(old_of_new.begin(), old_of_new.end(),
-                     [&](int32_t a, int32_t b) { return degree[a] > degree[b]; });
+    const int64_t window = symmetric ? n : pattern_ordering::RowDegreeWindow(n);
+    for (int64_t begin = 0; begin < n; begin += window) {
+      std::stable_sort(old_of_new.begin() + begin, old_of_new.begin() + std::min(n, begin + window),
+                       [&](int32_t a, int32_t b) { return degree[a] > degree[b]; });
+    }
     const MatrixOrdering o =
         ComputeOrdering(t, symmetric ? OrderingKind::kDegree : OrderingKind::kRowDegree);
     EXPECT_EQ(o.rows, pattern_ordering::Inverse(old_of_new));
