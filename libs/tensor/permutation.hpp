@@ -16,7 +16,8 @@ enum class OrderingKind {
   kDegree,     // rows by decreasing nonzeros (hub sorting): hot rows share cache lines
   kPartition,  // METIS k-way partition: parts of a few thousand rows with few cut edges
   kCommunity,  // Louvain communities (igraph), nested by level, as in Rabbit order
-  // Rows by decreasing nonzeros, columns as given (SELL-C-sigma's sort of the rows): slices of
+  // Rows by decreasing nonzeros within each thread's share of them, columns as given
+  // (SELL-C-sigma's sort of the rows, sigma a thread's rows): slices of
   // similar rows pad little, no dense input is permuted per call, and the columns keep the
   // locality their numbering has (graph SpMV in SELL-8: 1.2-1.35x faster than renumbering the
   // columns by degree too, on randomly labelled Graph500 graphs).
