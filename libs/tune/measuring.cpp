@@ -214,37 +214,36 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
                  OrderingsToTry(runner, options.orderings), size, options.calls);
   if (final_round.size() <= 1) return;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Schedule> schedules;
-  for (const auto& c : final_round) schedules.push_back(c.schedule);
   const int contests = std::max(1, options.final_contests);
   std::vector<std::vector<RunResult>> per_finalist(final_round.size());
-  for (int k = 0; k < contests; ++k) {
-    if (progress.stage)
-      progress.stage(contests > 1 ? "final round, contest " + std::to_string(k + 1) + " of " +
-                                        std::to_string(contests)
-                                  : std::string("final round"));
+  // One contest of the finalists `who`, the final round's `k`-th, packed afresh in its own order.
+  auto contest_of = [&](const std::vector<size_t>& who, int k, const std::string& stage) {
+    if (progress.stage) progress.stage(stage);
+    std::vector<Schedule> timed;
+    for (size_t o : who) timed.push_back(final_round[o].schedule);
     ContestOptions round = contest;
     round.timed_in_full.clear();  // its indices were the first round's
     round.seed = contest.seed + 1 + static_cast<uint64_t>(k);
-    const std::vector<RunResult> again = MeasureTogether(runner, schedules, jit, round, observer);
-    for (size_t o = 0; o < final_round.size(); ++o) per_finalist[o].push_back(again[o]);
+    const std::vector<RunResult> again = MeasureTogether(runner, timed, jit, round, observer);
+    for (size_t i = 0; i < who.size(); ++i) per_finalist[who[i]].push_back(again[i]);
+  };
+  std::vector<size_t> everyone(final_round.size());
+  for (size_t o = 0; o < everyone.size(); ++o) everyone[o] = o;
+  for (int k = 0; k < contests; ++k) {
+    contest_of(everyone, k,
+               contests > 1 ? "final round, contest " + std::to_string(k + 1) + " of " +
+                                  std::to_string(contests)
+                            : std::string("final round"));
   }
   std::vector<RunResult> typical(final_round.size());
   for (size_t o = 0; o < final_round.size(); ++o) typical[o] = MedianContest(per_finalist[o]);
   const std::vector<size_t> close = RunoffFinalists(typical, options.runoff_within);
   if (!close.empty() && options.runoff_contests > 0) {
     const auto runoff_start = std::chrono::steady_clock::now();
-    std::vector<Schedule> runoff;
-    for (size_t o : close) runoff.push_back(schedules[o]);
     for (int k = 0; k < options.runoff_contests; ++k) {
-      if (progress.stage)
-        progress.stage("final round, run-off of " + std::to_string(close.size()) + ", contest " +
-                       std::to_string(k + 1) + " of " + std::to_string(options.runoff_contests));
-      ContestOptions round = contest;
-      round.timed_in_full.clear();
-      round.seed = contest.seed + 1 + static_cast<uint64_t>(contests + k);
-      const std::vector<RunResult> again = MeasureTogether(runner, runoff, jit, round, observer);
-      for (size_t i = 0; i < close.size(); ++i) per_finalist[close[i]].push_back(again[i]);
+      contest_of(close, contests + k,
+                 "final round, run-off of " + std::to_string(close.size()) + ", contest " +
+                     std::to_string(k + 1) + " of " + std::to_string(options.runoff_contests));
     }
     for (size_t o : close) typical[o] = MedianContest(per_finalist[o]);
     m.stage_ms["runoff"] = MsSince(runoff_start);
