@@ -586,6 +586,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
   out["disturbance"] = r.timing_check.disturbance;
   out["timing_attempts"] = r.timing_check.attempts;
   out["thread_round_trip_ns"] = r.timing_check.round_trip_ns;
+  out["thread_skew"] = r.timing_check.thread_skew;
   out["contests"] = r.contest_round_trip_ns.size();
   out["contest_round_trip_ns"] = r.contest_round_trip_ns;
   out["effective_bytes"] = r.bytes;
@@ -774,8 +775,10 @@ void PrintTable(const BenchReport& r) {
     std::string each;
     for (double ns : r.contest_round_trip_ns)
       each += (each.empty() ? "" : ", ") + std::to_string(std::lround(ns));
-    std::printf("  threads    a cache line's round trip between two of them: %s ns%s\n",
-                each.c_str(), contests > 1 ? " (by contest)" : "");
+    std::printf(
+        "  threads    a cache line's round trip between two of them: %s ns%s; the slowest took "
+        "%.2fx the fastest's time for the same work\n",
+        each.c_str(), contests > 1 ? " (by contest)" : "", r.timing_check.thread_skew);
   }
 }
 

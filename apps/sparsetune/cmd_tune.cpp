@@ -177,8 +177,10 @@ void PrintReport(const TuneReport& r, bool explain) {
   }
   // Where the threads ran decides between some close schedules; a later run may see the other.
   if (r.thread_round_trip_ns > 0)
-    std::printf("  threads     a cache line's round trip between two of them: %.0f ns\n",
-                r.thread_round_trip_ns);
+    std::printf(
+        "  threads     a cache line's round trip between two of them: %.0f ns; the slowest took "
+        "%.2fx the fastest's time for the same work\n",
+        r.thread_round_trip_ns, r.thread_skew);
   std::printf("  tune        %.2f s\n", r.tune_ms / 1000);
   for (const auto& path : r.emitted_files) std::printf("  emitted     %s\n", path.c_str());
   if (explain) {

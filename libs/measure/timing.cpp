@@ -8,9 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <mutex>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -87,6 +89,8 @@ class RoundProbe {
     if (team_ > 1) {
       const double trip = ThreadRoundTripNs(threads_);
       if (trip > 0) log_.round_trip_ns.push_back(trip);
+      const double skew = ThreadSpeedSkew(threads_);
+      if (skew > 0) log_.thread_skew.push_back(skew);
     }
     if (waited >= 0) {
       log_.waited_ms += waited;
@@ -150,6 +154,19 @@ std::string PlacementChange(const std::vector<double>& round_trip_ns) {
       Median(near), double(near.size()), Median(far), double(far.size()));
 }
 
+// A thread slower than another in the median round (at least three rounds): why that disturbs
+// the timing, or "".
+std::string SlowThread(const std::vector<double>& thread_skew) {
+  if (thread_skew.size() < 3) return "";
+  const double skew = Median(thread_skew);
+  if (skew <= kSlowThreadSkew) return "";
+  return Format(
+      "one timing thread ran the same work %.2fx slower than another (median of %.0f rounds): "
+      "its CPU is shared with work this machine does not see (on a virtual machine, the "
+      "host's), and kernels that split their work evenly wait for it",
+      skew, double(thread_skew.size()));
+}
+
 // Why an attempt's times cannot be trusted, or "": the timing threads waiting for a CPU over
 // kBusyWaitShare of their time, or a contender whose median run is far above its fastest while
 // they waited at all (over kSpreadWaitShare). Where the kernel reports no waits, the spread
@@ -177,6 +194,9 @@ std::string Disturbance(const std::vector<std::vector<double>>& samples, const P
     }
   }
   if (std::string moved = PlacementChange(probe.round_trip_ns); !moved.empty()) return moved;
+  if (!CoresDifferByDesign()) {
+    if (std::string slow = SlowThread(probe.thread_skew); !slow.empty()) return slow;
+  }
   if (probe.delay_known) return "";
   const auto& regions = probe.region_us;
   const auto busy = std::count_if(regions.begin(), regions.end(),
@@ -209,6 +229,7 @@ std::vector<TimingResult> WithRetries(
         r.waited_share =
             probe.delay_known && probe.thread_ms > 0 ? probe.waited_ms / probe.thread_ms : -1;
         r.round_trip_ns = Median(probe.round_trip_ns);
+        r.thread_skew = Median(probe.thread_skew);
       }
       return results;
     }
@@ -466,6 +487,60 @@ double ThreadRoundTripNs(int threads) {
     }
   }
   return best;
+}
+
+bool CoresDifferByDesign() {
+  static const bool differ = [] {
+    auto read = [](const std::string& path) {
+      std::ifstream in(path);
+      std::string text;
+      std::getline(in, text);
+      return text;  // empty where the kernel does not say
+    };
+    std::set<std::string> capacities, frequencies;
+    for (int cpu : AllowedCpus()) {
+      const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu);
+      capacities.insert(read(dir + "/cpu_capacity"));
+      frequencies.insert(read(dir + "/cpufreq/cpuinfo_max_freq"));
+    }
+    return capacities.size() > 1 || frequencies.size() > 1;
+  }();
+  return differ;
+}
+
+double ThreadSpeedSkew(int threads) {
+  if (threads < 2) return 0;
+  using Clock = std::chrono::steady_clock;
+  // The work: sums over 64 KiB (in L2, past L1), as a sparse kernel's loads are, so a twin
+  // hyperthread that competes for the core's caches and ports shows.
+  constexpr int kFloats = 16384, kLanes = 16, kSweeps = 32, kTries = 3;
+  std::vector<double> best(threads, 0);
+  int team = 1;
+#pragma omp parallel num_threads(threads)
+  {
+    thread_local std::vector<float> data(kFloats, 1.0f);
+    const int me = omp_get_thread_num();
+    if (me == 0) team = omp_get_num_threads();
+    for (int attempt = 0; attempt < kTries; ++attempt) {
+#pragma omp barrier
+      const auto t0 = Clock::now();
+      float sums[kLanes] = {};
+      for (int sweep = 0; sweep < kSweeps; ++sweep) {
+        // The data may have changed, for all the compiler knows: every sweep loads it again.
+        asm volatile("" ::: "memory");
+        for (int k = 0; k < kFloats; k += kLanes)
+          for (int lane = 0; lane < kLanes; ++lane) sums[lane] += data[k + lane];
+      }
+      float total = 0;
+      for (float s : sums) total += s;
+      asm volatile("" : : "r"(total));
+      const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+      if (me < threads) best[me] = attempt == 0 ? ns : std::min(best[me], ns);
+    }
+  }
+  if (team < 2) return 0;
+  const auto [fastest, slowest] = std::minmax_element(best.begin(), best.begin() + team);
+  return *fastest > 0 ? *slowest / *fastest : 0;
 }
 
 double ParallelRegionMicros(int threads) {

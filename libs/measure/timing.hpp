@@ -65,6 +65,9 @@ struct TimingResult {
   // Median nanoseconds of a cache line's round trip between the first two timing threads
   // over the last attempt's rounds (0: one thread). See ThreadRoundTripNs.
   double round_trip_ns = 0;
+  // Median over the last attempt's rounds of how much slower the slowest timing thread ran a
+  // fixed piece of work than the fastest (0: one thread). See ThreadSpeedSkew.
+  double thread_skew = 0;
   // What MeasureTogether's drift correction multiplied the times by (1: none).
   double drift_scale = 1;
 };
@@ -120,10 +123,26 @@ double ThreadRoundTripNs(int threads);
 constexpr double kFarRoundTripFactor = 2.5;
 constexpr double kFarRoundTripExcessNs = 50;
 
+// How many times longer the slowest of `threads` OpenMP threads takes than the fastest for the
+// same fixed work (each thread's best of a few tries, about 10 us each); 0 for one thread.
+// About 1 on a quiet machine. A virtual machine's CPU whose physical core also runs another
+// guest (its hyperthread twin), or that the host takes away now and then, runs slower for
+// minutes, unseen by the guest's scheduler: a kernel that splits its work evenly waits for
+// that thread, while one that hands out chunks does not, so the timing ranks them wrongly.
+double ThreadSpeedSkew(int threads);
+// A timing whose median round had a thread this much slower than another is disturbed, unless
+// the cores differ by design.
+constexpr double kSlowThreadSkew = 1.25;
+// Whether the CPUs this process may use differ by design (big and little cores, or cores of
+// different top frequencies, as the kernel describes them): a thread slower than another is
+// then the machine itself, which kernels that hand out work in chunks are right to win on.
+bool CoresDifferByDesign();
+
 // What the probe between timing rounds saw.
 struct ProbeLog {
   std::vector<double> region_us;      // per round: an empty parallel region of every thread
   std::vector<double> round_trip_ns;  // per round: ThreadRoundTripNs, where known
+  std::vector<double> thread_skew;    // per round: ThreadSpeedSkew, where known
   double waited_ms = 0;               // the threads' time runnable but waiting for a CPU
   double thread_ms = 0;               // the rounds' wall time times the threads
   bool delay_known = false;           // the kernel reports waits (schedstat)

@@ -146,6 +146,7 @@ const TuneCandidate& StoreAndReport(Database& db, const TuningKey& key, const Tu
   report.winner_source = candidates[best].source;
   report.winner_ms = results[best].time.median_ms;
   report.thread_round_trip_ns = results[best].time.round_trip_ns;
+  report.thread_skew = results[best].time.thread_skew;
   report.pack_ms = results[best].pack_ms + results[best].ordering_ms;
   report.ordering_ms = results[best].ordering_ms;
   report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
@@ -180,6 +181,7 @@ nlohmann::json TuneReport::ToJson() const {
   out["disturbance"] = disturbance;
   out["measure_attempts"] = measure_attempts;
   out["thread_round_trip_ns"] = thread_round_trip_ns;
+  out["thread_skew"] = thread_skew;
   out["tune_ms"] = tune_ms;
   out["stage_ms"] = stage_ms;
   out["sources"] = sources_used;

@@ -91,6 +91,9 @@ struct TuneReport {
   // thread, or from the database): where the threads ran, which can rank schedules that share
   // data between threads differently from another placement.
   double thread_round_trip_ns = 0;
+  // How much slower the slowest thread ran a fixed piece of work than the fastest meanwhile
+  // (ThreadSpeedSkew: about 1 on a quiet machine; 0: one thread, or from the database).
+  double thread_skew = 0;
   double tune_ms = 0;
   std::vector<TuneCandidateResult> candidates;
   std::map<std::string, double> stage_ms;

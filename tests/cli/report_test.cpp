@@ -37,7 +37,8 @@ TEST(Report, TuneCountsCandidatesByOutcomeAndExplainsItself) {
   if (std::thread::hardware_concurrency() > 1) {
     EXPECT_TRUE(std::regex_search(
         r.out, std::regex("\n  threads     a cache line's round trip between two of them: "
-                          "[1-9][0-9]* ns\n")))
+                          "[1-9][0-9]* ns; the slowest took [1-9][0-9]*\\.[0-9]{2}x the "
+                          "fastest's time for the same work\n")))
         << r.out;
   }
   EXPECT_NE(r.out.find("(--explain: how to read this report)"), std::string::npos) << r.out;

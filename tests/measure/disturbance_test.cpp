@@ -122,6 +122,33 @@ TEST(TimingDisturbance, ThreadsMovingBetweenNearAndFarCoresAreReported) {
   EXPECT_EQ(TimingDisturbance(steady, probe, o), "");
 }
 
+// A thread that ran the same work slower than the other in most rounds (its core shared with
+// work the guest does not see): kernels that split work evenly wait for it, so the timing is
+// disturbed. A few slow rounds among quick ones are not.
+TEST(TimingDisturbance, AThreadSlowerThanTheOtherInMostRoundsIsReported) {
+  if (CoresDifferByDesign()) GTEST_SKIP() << "this machine's cores differ by design";
+  const std::vector<std::vector<double>> steady = {{1, 1.01, 1.02, 1, 1.01, 1, 1}};
+  TimingOptions o;
+  ProbeLog probe;
+  probe.delay_known = true;
+  probe.thread_ms = 1000;
+  probe.thread_skew = {1.35, 1.4, 1.02, 1.38, 1.33};
+  const std::string reason = TimingDisturbance(steady, probe, o);
+  EXPECT_NE(reason.find("1.35x slower"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("5 rounds"), std::string::npos) << reason;
+  probe.thread_skew = {1.02, 1.6, 1.01, 1.03, 1.9};
+  EXPECT_EQ(TimingDisturbance(steady, probe, o), "");
+  probe.thread_skew = {1.5, 1.5};  // too few rounds to judge
+  EXPECT_EQ(TimingDisturbance(steady, probe, o), "");
+}
+
+TEST(TimingDisturbance, TheSpeedProbeComparesTheThreads) {
+  EXPECT_EQ(ThreadSpeedSkew(1), 0);
+  if (omp_get_max_threads() < 2) GTEST_SKIP() << "the probe needs two threads";
+  const double skew = ThreadSpeedSkew(2);
+  EXPECT_GE(skew, 1);  // the slowest over the fastest
+}
+
 TEST(TimingDisturbance, TheRoundTripProbeMeasuresTwoThreadsAndGivesUpOnABusyMachine) {
   EXPECT_EQ(ThreadRoundTripNs(1), 0);
   if (omp_get_max_threads() < 2) GTEST_SKIP() << "the probe needs two threads";
