@@ -61,6 +61,7 @@ class Emitter {
     if (HasBalancedLoop(*nest_.root)) EmitBalancedBound();
     CollectTiles(*nest_.root);
     scatter_output_ = ScatterOutputWhereStored();
+    writeback_loop_ = RegionWritebackLoop();
     if (HasVectorTile() || HasVectorReduction(*nest_.root)) EmitVectorTypes();
     Line(entry_.empty() ? std::string("extern \"C\" int sparsetune_kernel(const st_args* args) {")
                         : "static int " + entry_ + "(const st_args* args) {");
@@ -79,7 +80,9 @@ class Emitter {
              std::to_string(ReorderSlot(static_cast<int>(t))) + ", T" + std::to_string(t) +
              "_reordered);");
     }
-    if (IsReordered(0) && !scatter_output_) {
+    if (writeback_loop_) {
+      Line("if (T0 != T0_given) st_scratch_give(" + std::to_string(ReorderSlot(0)) + ", T0);");
+    } else if (IsReordered(0) && !scatter_output_) {
       // Gathered by the caller's rows, each thread writing its own range of them (scattered
       // to them, two threads' writes would share cache lines).
       const auto rc = ReorderShape(0, /*inverse=*/true);
@@ -224,17 +227,27 @@ class Emitter {
     if (nest_.zero_output) {
       // A complete tile stores every element when its slices divide the output's last index:
       // then nothing needs clearing.
-      if (const Tile* tile = TileWritingWholeOutput()) {
+      const Tile* tile = TileWritingWholeOutput();
+      if (tile && e_.tensors[0].indices.size() == 1) {
+        // A vector: only the last, partial tile adds into it. Cleared in full, by halves of
+        // its rows, the clearing would write lines that the other thread's tiles then store
+        // to (the kernel splits the rows by their nonzeros).
         const std::string& j = tile->loop->var.index;
-        Line("if (" + D(j) + " % " + S(j) + " != 0)");
+        Line("for (int64_t q = " + D(j) + " - " + D(j) + " % " + S(j) + "; q < " + D(j) +
+             "; ++q) T0[q] = 0;");
+      } else {
+        if (tile) {
+          const std::string& j = tile->loop->var.index;
+          Line("if (" + D(j) + " % " + S(j) + " != 0)");
+        }
+        Line("{");
+        ++depth_;
+        Line("const int64_t size = " + OutputSize() + ";");
+        Line("#pragma omp parallel for schedule(static) num_threads(nthreads)");
+        Line("for (int64_t q = 0; q < size; ++q) T0[q] = 0;");
+        --depth_;
+        Line("}");
       }
-      Line("{");
-      ++depth_;
-      Line("const int64_t size = " + OutputSize() + ";");
-      Line("#pragma omp parallel for schedule(static) num_threads(nthreads)");
-      Line("for (int64_t q = 0; q < size; ++q) T0[q] = 0;");
-      --depth_;
-      Line("}");
     }
     for (size_t t = 0; t < nest_.temps.size(); ++t) {
       const Temporary& temp = nest_.temps[t];
@@ -335,6 +348,52 @@ class Emitter {
     }
     return StoresOncePerReduction(*nest_.root, /*under_reduction=*/false);
   }
+  // The loop whose threads each put the output rows they computed back into the caller's order
+  // before the parallel region ends, or null (a pass after the region gathers them then): the
+  // one parallel loop, balanced, over the output's renumbered row index (whole, or the outer part
+  // of its split), with every write to the output under it. A thread reads only rows it wrote,
+  // and with the row-degree ordering's shares (RowDegreeShares) the caller's rows it writes are
+  // its own share of them; a pass over the caller's rows splits them by rows, not by the work
+  // the kernel split, and reads rows the other thread wrote where the rows are skewed.
+  const NestNode* RegionWritebackLoop() const {
+    if (!IsReordered(0) || scatter_output_ || e_.sparse_output_prefix > 0) return nullptr;
+    const std::vector<std::string> storage = nest_.StorageIndices(0);
+    if (storage.empty() || !IsPermutedIndex(storage[0])) return nullptr;
+    for (size_t k = 1; k < storage.size(); ++k) {
+      if (IsPermutedIndex(storage[k])) return nullptr;
+    }
+    std::vector<const NestNode*> parallel;
+    CollectParallelLoops(*nest_.root, &parallel);
+    if (parallel.size() != 1) return nullptr;
+    const NestNode& n = *parallel[0];
+    if (!n.balanced || !n.reductions.empty() || n.var.index != storage[0] ||
+        n.var.part == SplitPart::kInner ||
+        (n.loop_kind != LoopKind::kLevelU && n.loop_kind != LoopKind::kDense))
+      return nullptr;
+    return CountOutputWrites(n) == CountOutputWrites(*nest_.root) ? &n : nullptr;
+  }
+  static void CollectParallelLoops(const NestNode& n, std::vector<const NestNode*>* out) {
+    if (n.kind == NestNode::Kind::kLoop && n.parallel) out->push_back(&n);
+    for (const auto& c : n.children) CollectParallelLoops(*c, out);
+  }
+  // Inside writeback_loop_'s region, after the loop: this thread's rows into the caller's order.
+  void EmitRegionWriteback(const NestNode& n) {
+    const std::string& i = n.var.index;
+    const bool split = n.var.part == SplitPart::kOuter;
+    const std::string cols = ReorderShape(0)[1];
+    Line("if (T0 != T0_given) {  // the rows this thread computed, into the caller's order");
+    ++depth_;
+    Line("const int64_t row_end = " +
+         (split ? "st_min(last * " + S(i) + ", " + D(i) + ")" : "last") + ";");
+    Line("for (int64_t r = " + std::string(split ? "first * " + S(i) : "first") +
+         "; r < row_end; ++r)");
+    Line(cols == "1" ? "  T0_given[" + P(i) + "[r]] = T0[r];"
+                     : "  memcpy(T0_given + (int64_t)" + P(i) + "[r] * " + cols + ", T0 + r * " +
+                           cols + ", sizeof(value_t) * " + cols + ");");
+    --depth_;
+    Line("}");
+  }
+
   bool StoresOncePerReduction(const NestNode& n, bool under_reduction) const {
     if (n.kind == NestNode::Kind::kLoop) {
       if (n.zero_block) return false;  // clears a block of consecutive rows
@@ -1280,6 +1339,7 @@ class Emitter {
     }
     for (int t : n.thread_temps) Line("free(tmp" + std::to_string(t) + ");");
     if (HasCompleteTile()) Line("st_fence(st_stream_output);");
+    if (&n == writeback_loop_) EmitRegionWriteback(n);
     --depth_;
     Line("}");
   }
@@ -1777,12 +1837,13 @@ class Emitter {
   std::vector<CoordinateEncoding> encodings_;
   std::string entry_;  // the kernel function's name when it is not the JIT's entry point
   std::vector<Tile> tiles_;
-  bool scatter_output_ = false;          // ScatterOutputWhereStored
-  std::set<std::string> tiled_indices_;  // their splits are compile-time constants
-  const Tile* active_tile_ = nullptr;    // emitting inside this tile's owner (whole slices)
-  std::string accumulator_suffix_;       // the partial sum an unrolled copy adds into
-  const NestNode* jam_ = nullptr;        // the compressed loop being unrolled and jammed
-  std::string jam_suffix_;               // the jammed copy being emitted ("" outside)
+  bool scatter_output_ = false;               // ScatterOutputWhereStored
+  const NestNode* writeback_loop_ = nullptr;  // RegionWritebackLoop
+  std::set<std::string> tiled_indices_;       // their splits are compile-time constants
+  const Tile* active_tile_ = nullptr;         // emitting inside this tile's owner (whole slices)
+  std::string accumulator_suffix_;            // the partial sum an unrolled copy adds into
+  const NestNode* jam_ = nullptr;             // the compressed loop being unrolled and jammed
+  std::string jam_suffix_;                    // the jammed copy being emitted ("" outside)
   int vector_reductions_ = 0;
   bool complex_ = false;     // value_t is std::complex
   std::string complex_sum_;  // the sum a complex compute adds into before scaling ("": none)

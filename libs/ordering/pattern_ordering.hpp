@@ -206,16 +206,14 @@ inline std::vector<int32_t> ByDecreasingDegree(const std::vector<uint32_t>& degr
   return new_of_old;
 }
 
-// Rows by decreasing degree within consecutive windows of `window` rows (at least one), ties
-// in their original order (new_of_old): each row keeps its window.
+// Rows by decreasing degree within consecutive windows, ties in their original order
+// (new_of_old): window w holds rows [bounds[w], bounds[w + 1]), the bounds ascending from 0 to
+// the rows. Each row keeps its window.
 inline std::vector<int32_t> ByDecreasingDegreeWithin(const std::vector<uint32_t>& degree,
-                                                     int64_t window) {
-  const int64_t n = static_cast<int64_t>(degree.size());
-  window = std::max<int64_t>(window, 1);
-  if (window >= n) return ByDecreasingDegree(degree);
+                                                     const std::vector<int64_t>& bounds) {
   std::vector<int32_t> new_of_old(degree.size());
-  for (int64_t begin = 0; begin < n; begin += window) {
-    const int64_t end = std::min(n, begin + window);
+  for (size_t w = 0; w + 1 < bounds.size(); ++w) {
+    const int64_t begin = bounds[w], end = bounds[w + 1];
     const std::vector<int32_t> within =
         ByDecreasingDegree(std::vector<uint32_t>(degree.begin() + begin, degree.begin() + end));
     for (int64_t v = begin; v < end; ++v)
@@ -224,21 +222,36 @@ inline std::vector<int32_t> ByDecreasingDegreeWithin(const std::vector<uint32_t>
   return new_of_old;
 }
 
-// The rows the row-degree ordering sorts together: each thread's share of them, as OpenMP
-// would run the kernel here (all of them without OpenMP). Sorted within a share, not over all
-// rows, a row stays with the thread that computes it, and the pass that writes the kernel's
-// output back in the caller's order reads what the same thread wrote. Sorted over all rows, most
-// of y crossed between the threads on every call: on cores of two L3s a 0.13 ms SpMV ran
-// 1.7-1.9x its time on cores sharing one, and a 6.1 ms one on a power-law graph 9% slower than
-// sorted by shares. Smaller windows (4096 rows) cost that graph 40%: its hubs must meet.
-inline int64_t RowDegreeWindow(int64_t rows) {
-  int64_t threads = 1;
+// The rows the row-degree ordering sorts together: each thread's share of them, as a kernel
+// that gives each thread one range of rows holding an equal share of the work would split them
+// (a row's nonzeros plus one, as the balanced partition counts it), here with OpenMP's thread
+// count (one share without OpenMP). The bounds of the shares, `threads` + 1 of them.
+// Sorted within a share, not over all rows, a row stays with the thread that computes it, and
+// the kernel's output goes back into the caller's order by the thread that wrote it. Sorted over
+// all rows, most of y crossed between the threads on every call: on cores of two L3s a 0.13 ms
+// SpMV ran 1.7-1.9x its time on cores sharing one, and a 6.1 ms one on a power-law graph 9%
+// slower than sorted by shares. Shares of equal rows, not work, crossed a third of the rows on
+// a matrix whose first half holds three quarters of the nonzeros. Smaller windows (4096 rows)
+// cost that graph 40%: its hubs must meet.
+inline std::vector<int64_t> RowDegreeShares(const std::vector<uint32_t>& degree) {
+  int threads = 1;
 #ifdef _OPENMP
   threads = std::max(1, omp_get_max_threads());
 #endif
-  return std::max<int64_t>(1, (rows + threads - 1) / threads);
+  const int64_t n = static_cast<int64_t>(degree.size());
+  int64_t total = n;
+  for (uint32_t d : degree) total += d;
+  std::vector<int64_t> bounds(threads + 1, n);
+  bounds[0] = 0;
+  int64_t before = 0, row = 0;  // work before `row`
+  for (int part = 1; part < threads; ++part) {
+    // The first row whose work before it reaches the part's target (st_balanced_bound's).
+    const int64_t target = total / threads * part + total % threads * part / threads;
+    while (row < n && before < target) before += int64_t(degree[row++]) + 1;
+    bounds[part] = row;
+  }
+  return bounds;
 }
-
 // Whether `kind` applies to a rows x cols matrix: the symmetric orderings need a square one;
 // a rectangular one takes the row-only degree orderings.
 inline bool Applies(int kind, int64_t rows, int64_t cols) {
@@ -262,11 +275,11 @@ bool OrderMatrix(int kind, int64_t rows, int64_t cols, int64_t nnz, const int32_
   if (kind == kNoOrdering) return true;
   const bool square = rows == cols;
   if (kind == kRowDegreeOrdering) {
-    // The rows by their own nonzeros, each within its thread's share (RowDegreeWindow); the
+    // The rows by their own nonzeros, each within its thread's share (RowDegreeShares); the
     // columns keep their numbering, so the kernel reads its dense inputs where the caller put
     // them.
-    *new_rows = ByDecreasingDegreeWithin(Degrees(rows, nnz, r, c, /*and_columns=*/false),
-                                         RowDegreeWindow(rows));
+    const std::vector<uint32_t> degree = Degrees(rows, nnz, r, c, /*and_columns=*/false);
+    *new_rows = ByDecreasingDegreeWithin(degree, RowDegreeShares(degree));
     return true;
   }
   if (kind == kDegreeOrdering) {

@@ -269,11 +269,12 @@ TEST_F(GeneratedKernels, SlicedLevelComputesASliceOfRowsPerColumnSlot) {
   EXPECT_TRUE(Has(source, "#pragma omp simd"));
   // Its split is a constant of the text even in runtime-parameter mode: the tile's size.
   EXPECT_TRUE(Has(source, "constexpr int64_t s0 = 8;"));
-  // Each whole slice holds its rows' whole sums: stored, not added, and the output is cleared
-  // only when a partial last slice adds into it (the runner verifies on an output of NaNs).
+  // Each whole slice holds its rows' whole sums: stored, not added, and only the rows of a
+  // partial last slice, which adds into them, are cleared (the runner verifies on an output of
+  // NaNs).
   EXPECT_TRUE(Has(source, "] = tile0[i0n];"));
   EXPECT_TRUE(Lacks(source, "+= tile0[i0n];"));
-  EXPECT_TRUE(Has(source, "if (d0 % s0 != 0)"));
+  EXPECT_TRUE(Has(source, "for (int64_t q = d0 - d0 % s0; q < d0; ++q) T0[q] = 0;"));
   const CooTensor whole_slices = testing::RandomSparse({96, 70}, 700, 15);
   CompiledAndVerified(Runner("spmv", whole_slices), sell);
 }
@@ -474,9 +475,30 @@ TEST_F(GeneratedKernels, OrderingsPermuteOperandsOnEntryAndWriteTheOutputInTheCa
                           {"unroll", 4},
                           {"transpose", {"C"}}});
   Schedule spmv_by_columns = Parse({{"loop_order", {"k", "i"}}, {"format", {"k:U", "i:C"}}});
+  // One range of rows per thread: each thread puts the rows it computed back into the caller's
+  // order before the region ends, a vector's elements and a matrix's rows alike.
+  Schedule sell = Parse({{"splits", {{"i", 8}}},
+                         {"loop_order", {"i1", "k", "i0"}},
+                         {"format", {"i1:U", "k:S", "i0:U"}},
+                         {"parallel", {{"index", "i1"}, {"partition", "balanced"}}}});
+  Schedule spmm_by_nonzeros = Parse({{"loop_order", {"i", "k", "j"}},
+                                     {"format", {"i:U", "k:C"}},
+                                     {"parallel", {{"index", "i"}, {"partition", "balanced"}}}});
   for (OrderingKind kind : AllOrderings()) {
     SCOPED_TRACE(OrderingName(kind));
     spmv.ordering = spmm.ordering = sddmm.ordering = spmv_by_columns.ordering = kind;
+    sell.ordering = spmm_by_nonzeros.ordering = kind;
+    for (const CooTensor& rows : {square, testing::RandomSparse({93, 93}, 900, 16)}) {
+      std::string source = CompiledAndVerified(Runner("spmv", rows), sell);
+      EXPECT_TRUE(Has(source, "const int64_t row_end = st_min(last * s0, d0);"));
+      EXPECT_TRUE(Has(source, "for (int64_t r = first * s0; r < row_end; ++r)"));
+      EXPECT_TRUE(Has(source, "T0_given[P0[r]] = T0[r];"));
+      EXPECT_TRUE(Lacks(source, "st_reorder(T0, T0_given"));
+    }
+    std::string by_rows =
+        CompiledAndVerified(Runner("spmm", square, {{"j", 24}}), spmm_by_nonzeros);
+    EXPECT_TRUE(Has(by_rows, "memcpy(T0_given + (int64_t)P0[r] * 1 * d1, T0 + r * 1 * d1,"));
+    EXPECT_TRUE(Lacks(by_rows, "st_reorder(T0, T0_given"));
     std::string source = CompiledAndVerified(Runner("spmv", square), spmv);
     EXPECT_TRUE(
         Has(source, "const int32_t* P1 = args->tuned_order ? nullptr : args->old_of_new[1];"));

@@ -3,6 +3,7 @@
 // communities gather planted groups. What emitted kernels compute (pattern_ordering.hpp from
 // entries in any order, libsparsetune_orderings from the graph) is the same permutation.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <numeric>
@@ -170,27 +171,50 @@ TEST(Ordering, RowDegreeSortsTheRowsByTheirOwnNonzerosAndLeavesTheColumns) {
   EXPECT_TRUE(o.cols.empty());  // square, and still the columns keep their numbering
   ASSERT_TRUE(IsPermutation(o.rows, 300));
   // Rows by decreasing nonzeros within each thread's share, and each row in its own share.
-  const int64_t window = pattern_ordering::RowDegreeWindow(300);
+  std::vector<uint32_t> degree(300, 0);
+  for (int64_t e = 0; e < t.nnz(); ++e) ++degree[t.coords[0][e]];
+  const std::vector<int64_t> bounds = pattern_ordering::RowDegreeShares(degree);
+  auto share_of = [&](int64_t row) {
+    return std::upper_bound(bounds.begin(), bounds.end(), row) - bounds.begin();
+  };
   std::vector<int> length(300, 0);
   for (int64_t e = 0; e < t.nnz(); ++e) ++length[o.rows[t.coords[0][e]]];
   for (int r = 1; r < 300; ++r) {
-    if (r % window != 0) ASSERT_GE(length[r - 1], length[r]) << r;
+    if (share_of(r) == share_of(r - 1)) {
+      ASSERT_GE(length[r - 1], length[r]) << r;
+    }
   }
-  for (int r = 0; r < 300; ++r) ASSERT_EQ(o.rows[r] / window, r / window) << r;
+  for (int r = 0; r < 300; ++r) ASSERT_EQ(share_of(o.rows[r]), share_of(r)) << r;
   EXPECT_GT(o.rows[200], 1);                                          // not for its column
   EXPECT_LE(ComputeOrdering(t, OrderingKind::kDegree).rows[200], 1);  // symmetric: near the top
   EXPECT_EQ(OrderingRefusal(testing::RandomSparse({40, 90}, 300, 6), OrderingKind::kRowDegree), "");
 }
 
 TEST(Ordering, RowDegreeKeepsEachRowInItsWindow) {
-  // Windows of three rows: each sorted by decreasing degree, ties in order, none crossed.
-  EXPECT_EQ(pattern_ordering::ByDecreasingDegreeWithin({1, 3, 2, 5, 4, 0, 2, 2}, 3),
+  // Windows of three, three and two rows: each sorted by decreasing degree, ties in order, none
+  // crossed.
+  EXPECT_EQ(pattern_ordering::ByDecreasingDegreeWithin({1, 3, 2, 5, 4, 0, 2, 2}, {0, 3, 6, 8}),
             (std::vector<int32_t>{2, 0, 1, 3, 4, 5, 6, 7}));
   // One window holding every row is the sort over all of them.
-  EXPECT_EQ(pattern_ordering::ByDecreasingDegreeWithin({1, 3, 2, 5}, 4),
+  EXPECT_EQ(pattern_ordering::ByDecreasingDegreeWithin({1, 3, 2, 5}, {0, 4}),
             (std::vector<int32_t>{3, 1, 2, 0}));
-  EXPECT_EQ(pattern_ordering::ByDecreasingDegreeWithin({1, 3, 2, 5}, 0),
-            (std::vector<int32_t>{0, 1, 2, 3}));  // a window of at least one row
+}
+
+// The shares hold equal work (a row's nonzeros plus one, as the balanced partition counts it):
+// rows of skewed lengths split where the work does, not in the middle of the rows.
+TEST(Ordering, RowDegreeSharesHoldEqualWork) {
+  const std::vector<uint32_t> degree = {9, 9, 9, 1, 1, 1, 1, 1, 1, 1};  // work 10 x 3, 2 x 7
+  const std::vector<int64_t> bounds = pattern_ordering::RowDegreeShares(degree);
+  const int threads = omp_get_max_threads();
+  ASSERT_EQ(bounds.size(), size_t(threads) + 1);
+  EXPECT_EQ(bounds.front(), 0);
+  EXPECT_EQ(bounds.back(), 10);
+  EXPECT_TRUE(std::is_sorted(bounds.begin(), bounds.end()));
+  // Work 20 of 44 before row 2 and 30 before row 3: the second share starts at row 3, where
+  // shares of equal rows would split at row 5.
+  if (threads == 2) {
+    EXPECT_EQ(bounds[1], 3);
+  }
 }
 
 // Large enough (at least 2^16 entries, 4 a row) that each
@@ -217,9 +241,11 @@ TEST(Ordering, DegreeOrderingsOfALargePatternCountEveryEntryOnce) {
     }
     std::vector<int32_t> old_of_new(n);
     std::iota(old_of_new.begin(), old_of_new.end(), 0);
-    const int64_t window = symmetric ? n : pattern_ordering::RowDegreeWindow(n);
-    for (int64_t begin = 0; begin < n; begin += window) {
-      std::stable_sort(old_of_new.begin() + begin, old_of_new.begin() + std::min(n, begin + window),
+    std::vector<uint32_t> row_degree(degree.begin(), degree.end());
+    const std::vector<int64_t> bounds =
+        symmetric ? std::vector<int64_t>{0, n} : pattern_ordering::RowDegreeShares(row_degree);
+    for (size_t w = 0; w + 1 < bounds.size(); ++w) {
+      std::stable_sort(old_of_new.begin() + bounds[w], old_of_new.begin() + bounds[w + 1],
                        [&](int32_t a, int32_t b) { return degree[a] > degree[b]; });
     }
     const MatrixOrdering o =
