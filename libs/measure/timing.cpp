@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -514,7 +515,10 @@ double ThreadSpeedSkew(int threads) {
   // The work: sums over 64 KiB (in L2, past L1), as a sparse kernel's loads are, so a twin
   // hyperthread that competes for the core's caches and ports shows.
   constexpr int kFloats = 16384, kLanes = 16, kSweeps = 32, kTries = 3;
-  std::vector<double> best(threads, 0);
+  // Each thread's median try: a twin hyperthread busy most of the time slows most tries, and
+  // the best of them would catch the moments it idles.
+  std::vector<std::array<double, kTries>> tries(threads);
+  std::vector<double> typical(threads, 0);
   int team = 1;
 #pragma omp parallel num_threads(threads)
   {
@@ -535,11 +539,16 @@ double ThreadSpeedSkew(int threads) {
       for (float s : sums) total += s;
       asm volatile("" : : "r"(total));
       const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-      if (me < threads) best[me] = attempt == 0 ? ns : std::min(best[me], ns);
+      if (me < threads) tries[me][attempt] = ns;
     }
   }
   if (team < 2) return 0;
-  const auto [fastest, slowest] = std::minmax_element(best.begin(), best.begin() + team);
+  for (int t = 0; t < team && t < threads; ++t) {
+    std::sort(tries[t].begin(), tries[t].end());
+    typical[t] = tries[t][kTries / 2];
+  }
+  const auto [fastest, slowest] =
+      std::minmax_element(typical.begin(), typical.begin() + std::min(team, threads));
   return *fastest > 0 ? *slowest / *fastest : 0;
 }
 

@@ -124,7 +124,7 @@ constexpr double kFarRoundTripFactor = 2.5;
 constexpr double kFarRoundTripExcessNs = 50;
 
 // How many times longer the slowest of `threads` OpenMP threads takes than the fastest for the
-// same fixed work (each thread's best of a few tries, about 10 us each); 0 for one thread.
+// same fixed work (each thread's median of three tries, about 30 us each); 0 for one thread.
 // About 1 on a quiet machine. A virtual machine's CPU whose physical core also runs another
 // guest (its hyperthread twin), or that the host takes away now and then, runs slower for
 // minutes, unseen by the guest's scheduler: a kernel that splits its work evenly waits for
@@ -132,7 +132,7 @@ constexpr double kFarRoundTripExcessNs = 50;
 double ThreadSpeedSkew(int threads);
 // A timing whose median round had a thread this much slower than another is disturbed, unless
 // the cores differ by design.
-constexpr double kSlowThreadSkew = 1.25;
+constexpr double kSlowThreadSkew = 1.15;
 // Whether the CPUs this process may use differ by design (big and little cores, or cores of
 // different top frequencies, as the kernel describes them): a thread slower than another is
 // then the machine itself, which kernels that hand out work in chunks are right to win on.
