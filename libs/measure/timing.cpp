@@ -79,6 +79,7 @@ int64_t RunDelayNs() {
 // region that is timed as well.
 class RoundProbe {
  public:
+  static constexpr double kSkewProbeEveryMs = 10;
   explicit RoundProbe(ProbeLog& log)
       : log_(log), threads_(std::max(1, omp_get_max_threads())), start_(Clock::now()) {
     Sample(nullptr);
@@ -90,8 +91,13 @@ class RoundProbe {
     if (team_ > 1) {
       const double trip = ThreadRoundTripNs(threads_);
       if (trip > 0) log_.round_trip_ns.push_back(trip);
-      const double skew = ThreadSpeedSkew(threads_);
-      if (skew > 0) log_.thread_skew.push_back(skew);
+      // The speed probe passes 64 KiB a thread through L2 in about 100 us: where rounds are
+      // single short calls (TimeRepeated), once every kSkewProbeEveryMs keeps it off most calls.
+      if (log_.thread_skew.empty() || MsSince(last_skew_) >= kSkewProbeEveryMs) {
+        const double skew = ThreadSpeedSkew(threads_);
+        if (skew > 0) log_.thread_skew.push_back(skew);
+        last_skew_ = Clock::now();
+      }
     }
     if (waited >= 0) {
       log_.waited_ms += waited;
@@ -134,6 +140,7 @@ class RoundProbe {
   int threads_;
   int team_ = 1;  // the last sample's team
   Clock::time_point start_;
+  Clock::time_point last_skew_;
   std::vector<int64_t> last_;
 };
 
@@ -155,10 +162,10 @@ std::string PlacementChange(const std::vector<double>& round_trip_ns) {
       Median(near), double(near.size()), Median(far), double(far.size()));
 }
 
-// A thread slower than another in the median round (at least three rounds): why that disturbs
-// the timing, or "".
+// A thread slower than another in the median round (at least three rounds) of cores alike by
+// design: why that disturbs the timing, or "".
 std::string SlowThread(const std::vector<double>& thread_skew) {
-  if (thread_skew.size() < 3) return "";
+  if (thread_skew.size() < 3 || CoresDifferByDesign()) return "";
   const double skew = Median(thread_skew);
   if (skew <= kSlowThreadSkew) return "";
   return Format(
@@ -195,9 +202,7 @@ std::string Disturbance(const std::vector<std::vector<double>>& samples, const P
     }
   }
   if (std::string moved = PlacementChange(probe.round_trip_ns); !moved.empty()) return moved;
-  if (!CoresDifferByDesign()) {
-    if (std::string slow = SlowThread(probe.thread_skew); !slow.empty()) return slow;
-  }
+  if (std::string slow = SlowThread(probe.thread_skew); !slow.empty()) return slow;
   if (probe.delay_known) return "";
   const auto& regions = probe.region_us;
   const auto busy = std::count_if(regions.begin(), regions.end(),
@@ -518,8 +523,7 @@ double ThreadSpeedSkew(int threads) {
   // Each thread's median try: a twin hyperthread busy most of the time slows most tries, and
   // the best of them would catch the moments it idles.
   std::vector<std::array<double, kTries>> tries(threads);
-  std::vector<double> typical(threads, 0);
-  int team = 1;
+  int team = 1;  // at most `threads`
 #pragma omp parallel num_threads(threads)
   {
     thread_local std::vector<float> data(kFloats, 1.0f);
@@ -539,16 +543,16 @@ double ThreadSpeedSkew(int threads) {
       for (float s : sums) total += s;
       asm volatile("" : : "r"(total));
       const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-      if (me < threads) tries[me][attempt] = ns;
+      tries[me][attempt] = ns;
     }
   }
   if (team < 2) return 0;
-  for (int t = 0; t < team && t < threads; ++t) {
+  std::vector<double> typical(team);
+  for (int t = 0; t < team; ++t) {
     std::sort(tries[t].begin(), tries[t].end());
     typical[t] = tries[t][kTries / 2];
   }
-  const auto [fastest, slowest] =
-      std::minmax_element(typical.begin(), typical.begin() + std::min(team, threads));
+  const auto [fastest, slowest] = std::minmax_element(typical.begin(), typical.end());
   return *fastest > 0 ? *slowest / *fastest : 0;
 }
 
