@@ -44,6 +44,9 @@ struct BatchOptions {
   double max_ms = 1000;
   uint64_t seed = 1;
   int64_t calls = 0;
+  std::string on_busy;
+  int busy_retries = 2;
+  double busy_wait_s = 60;
   bool json = false;
 };
 
@@ -59,17 +62,20 @@ std::string DescribeRow(const BatchRow& row) {
       return row.name + ": failed: " + row.message;
     case BatchStatus::kMissing:
       return row.name + ": missing";
+    case BatchStatus::kBusy:
+      return row.name + ": busy, not stored: " + row.message;
   }
   return row.name;
 }
 
 void PrintReport(const BatchReport& report) {
   std::printf(
-      "%lld matrices: %lld tuned, %lld from the database, %lld failed, %lld missing "
+      "%lld matrices: %lld tuned, %lld from the database, %lld failed, %lld missing, %lld busy "
       "(%.1f s)\n",
       (long long)report.total, (long long)report.Count(BatchStatus::kTuned),
       (long long)report.Count(BatchStatus::kFromDb), (long long)report.Count(BatchStatus::kFailed),
-      (long long)report.Count(BatchStatus::kMissing), report.batch_ms / 1000);
+      (long long)report.Count(BatchStatus::kMissing), (long long)report.Count(BatchStatus::kBusy),
+      report.batch_ms / 1000);
   double log_sum = 0;
   int64_t with_speedup = 0;
   for (const auto& row : report.rows) {
@@ -87,6 +93,12 @@ void PrintReport(const BatchReport& report) {
     if (row.status == BatchStatus::kFailed)
       std::printf("  failed   %s: %s\n", row.name.c_str(), row.message.c_str());
   }
+  for (const auto& row : report.rows) {
+    if (row.status == BatchStatus::kBusy)
+      std::printf("  busy     %s: %s\n", row.name.c_str(), row.message.c_str());
+  }
+  if (report.Count(BatchStatus::kBusy) > 0)
+    std::printf("  (a busy matrix stored nothing; the same command on a quiet machine tunes it)\n");
   // A catalogue with few local files would list thousands: the summary file has them all.
   constexpr int64_t kMissingListed = 20;
   int64_t missing = 0;
@@ -131,6 +143,9 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   tune.seed = o.seed;
   tune.calls = o.calls;
   tune.orderings = o.orderings;
+  if (!o.on_busy.empty()) tune.on_busy = ParseBusyPolicy(o.on_busy, "--on-busy");
+  request.busy_retries = o.busy_retries;
+  request.busy_wait_s = o.busy_wait_s;
 
   // Rows reach the summary as they finish, so a killed batch leaves what it did.
   std::ofstream summary;
@@ -155,6 +170,10 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   };
   progress.stage = [&](const std::string& stage) {
     bar.Update(static_cast<int64_t>(done), current + ": " + stage);
+  };
+  progress.busy = [&](const std::string& cause, double wait_s, int next_attempt) {
+    bar.Message("batch: " + current + ": " + cause + "; waiting " + FormatMs(wait_s * 1000) +
+                " before attempt " + std::to_string(next_attempt));
   };
   progress.done = [&](size_t index, size_t, const BatchRow& row) {
     if (summary.is_open()) summary << BatchCsvRow(row) << "\n" << std::flush;
@@ -196,7 +215,7 @@ void RegisterBatch(CLI::App& app, Context& context) {
       "Tune many matrices into one database: files, folders, or SuiteSparse's catalogue under a "
       "root. Resumable: a matrix whose winner is stored counts as done. A failing matrix is "
       "reported and the batch goes on; exit code 0 when all succeeded, 2 after bad input, 3 "
-      "after an internal failure");
+      "after an internal failure or a matrix left busy");
   sub->footer(
       "Shards: --shard I/N runs the I-th of N disjoint parts, so that N processes (or machines) "
       "share the batch. Every process computes the same assignment: the matrices are taken "
@@ -239,6 +258,17 @@ void RegisterBatch(CLI::App& app, Context& context) {
   sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   AddOrderingsOption(sub, o->orderings);
   AddCallsOption(sub, o->calls);
+  AddOnBusyOption(sub, o->on_busy, "waits --busy-wait and tunes the matrix again");
+  sub->add_option("--busy-retries", o->busy_retries,
+                  "With --on-busy fail: how many times a matrix whose times stayed disturbed is "
+                  "tuned again; after that it is reported busy, stores nothing, and a rerun "
+                  "tunes it")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  sub->add_option("--busy-wait", o->busy_wait_s,
+                  "Seconds to wait before tuning a busy matrix again")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   sub->add_flag("--json", o->json, "One JSON object on stdout, the summary rows under matrices");
   sub->callback([o, &context] { RunBatchCommand(*o, context); });
 }

@@ -8,12 +8,14 @@
 #include <fstream>
 #include <new>
 #include <set>
+#include <thread>
 
 #include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "db/database.hpp"
 #include "io/inputs.hpp"
 #include "io/read.hpp"
+#include "tune/measuring.hpp"
 
 namespace sparsetune {
 
@@ -250,6 +252,8 @@ const char* BatchStatusName(BatchStatus status) {
       return "failed";
     case BatchStatus::kMissing:
       return "missing";
+    case BatchStatus::kBusy:
+      return "busy";
   }
   return "?";
 }
@@ -279,6 +283,7 @@ int64_t BatchReport::Count(BatchStatus status) const {
 int BatchReport::ExitCode() const {
   int code = 0;
   for (const auto& row : rows) {
+    if (row.status == BatchStatus::kBusy) code = 3;  // as tune: its environment failed it
     if (row.status != BatchStatus::kFailed) continue;
     code = std::max(code, row.internal_error ? 3 : 2);
   }
@@ -291,6 +296,7 @@ nlohmann::json BatchReport::ToJson() const {
                         {"from_db", Count(BatchStatus::kFromDb)},
                         {"failed", Count(BatchStatus::kFailed)},
                         {"missing", Count(BatchStatus::kMissing)},
+                        {"busy", Count(BatchStatus::kBusy)},
                         {"batch_ms", batch_ms}};
   out["matrices"] = nlohmann::json::array();
   for (const auto& row : rows) out["matrices"].push_back(row.ToJson());
@@ -325,6 +331,8 @@ std::vector<BatchItem> ResolveBatchItems(const BatchRequest& request) {
   if (!catalog && (!request.catalog_root.empty() || !request.filter.group.empty() ||
                    !request.filter.kind.empty() || request.filter.max_nnz))
     throw InputError("--root, --group, --kind and --max-nnz go with --catalog");
+  if (request.busy_retries < 0 || !(request.busy_wait_s >= 0))
+    throw InputError("--busy-retries and --busy-wait must not be negative");
   if (request.shard.count < 1 || request.shard.index < 0 ||
       request.shard.index >= request.shard.count)
     throw InputError("the shard index must be in [0, " + std::to_string(request.shard.count) + ")");
@@ -365,31 +373,46 @@ BatchReport RunBatch(const BatchRequest& request, const BatchProgress& progress)
       row.message = item.missing;
     } else {
       const auto tune_start = Clock::now();
-      try {
-        TuneRequest tune = request.tune;
-        tune.path = item.path;
-        tune.emit_dir.clear();
-        TuneProgress tune_progress;
-        tune_progress.stage = progress.stage;
-        const TuneReport result = Tune(tune, tune_progress);
-        row.status = result.from_db ? BatchStatus::kFromDb : BatchStatus::kTuned;
-        row.winner_ms = result.winner_ms;
-        row.fixed_csr_ms = result.fixed_csr_ms;
-        row.speedup = result.speedup_vs_fixed_csr();
-        for (const auto& warning : result.input_warnings)
-          row.message += (row.message.empty() ? "" : "; ") + warning;
-        if (const auto matrix = db->FindMatrix(result.fingerprint)) row.nnz = matrix->nnz;
-      } catch (const InputError& e) {
-        row.status = BatchStatus::kFailed;
-        row.message = e.what();
-      } catch (const std::bad_alloc&) {
-        row.status = BatchStatus::kFailed;
-        row.message = "out of memory";
-        row.internal_error = true;
-      } catch (const std::exception& e) {
-        row.status = BatchStatus::kFailed;
-        row.message = e.what();
-        row.internal_error = true;
+      for (int attempt = 1;; ++attempt) {
+        try {
+          TuneRequest tune = request.tune;
+          tune.path = item.path;
+          tune.emit_dir.clear();
+          TuneProgress tune_progress;
+          tune_progress.stage = progress.stage;
+          const TuneReport result = Tune(tune, tune_progress);
+          row.status = result.from_db ? BatchStatus::kFromDb : BatchStatus::kTuned;
+          row.winner_ms = result.winner_ms;
+          row.fixed_csr_ms = result.fixed_csr_ms;
+          row.speedup = result.speedup_vs_fixed_csr();
+          row.message.clear();
+          for (const auto& warning : result.input_warnings)
+            row.message += (row.message.empty() ? "" : "; ") + warning;
+          if (attempt > 1)
+            row.message += std::string(row.message.empty() ? "" : "; ") + "tuned at attempt " +
+                           std::to_string(attempt) + ", after the cores were busy";
+          if (const auto matrix = db->FindMatrix(result.fingerprint)) row.nnz = matrix->nnz;
+        } catch (const MachineBusyError& e) {
+          row.status = BatchStatus::kBusy;
+          row.message = e.what();
+          if (attempt <= request.busy_retries) {
+            if (progress.busy) progress.busy(e.what(), request.busy_wait_s, attempt + 1);
+            std::this_thread::sleep_for(std::chrono::duration<double>(request.busy_wait_s));
+            continue;
+          }
+        } catch (const InputError& e) {
+          row.status = BatchStatus::kFailed;
+          row.message = e.what();
+        } catch (const std::bad_alloc&) {
+          row.status = BatchStatus::kFailed;
+          row.message = "out of memory";
+          row.internal_error = true;
+        } catch (const std::exception& e) {
+          row.status = BatchStatus::kFailed;
+          row.message = e.what();
+          row.internal_error = true;
+        }
+        break;
       }
       row.tune_ms = MsSince(tune_start);
     }

@@ -88,9 +88,15 @@ struct BatchRequest {
   Shard shard;
   // Every setting of the tune; its path is set per matrix.
   TuneRequest tune;
+  // A matrix whose times stayed disturbed (MachineBusyError: other work held the cores) is
+  // tuned again after waiting busy_wait_s, up to busy_retries times; then it is left busy,
+  // unstored, for a later run to resume.
+  int busy_retries = 2;
+  double busy_wait_s = 60;
 };
 
-enum class BatchStatus { kTuned, kFromDb, kFailed, kMissing };
+// kBusy: not tuned because other work held the cores through every attempt; nothing stored.
+enum class BatchStatus { kTuned, kFromDb, kFailed, kMissing, kBusy };
 const char* BatchStatusName(BatchStatus status);
 
 struct BatchRow {
@@ -114,8 +120,8 @@ struct BatchReport {
   double batch_ms = 0;
 
   int64_t Count(BatchStatus status) const;
-  // 0 when every present matrix was tuned or found, 3 after an internal failure, else 2 after
-  // bad input. Missing catalogue entries do not count.
+  // 0 when every present matrix was tuned or found, 3 after an internal failure or a matrix
+  // left busy, else 2 after bad input. Missing catalogue entries do not count.
   int ExitCode() const;
   nlohmann::json ToJson() const;
 };
@@ -129,6 +135,9 @@ struct BatchProgress {
   std::function<void(size_t index, size_t total, const BatchItem& item)> start;
   std::function<void(const std::string& stage)> stage;
   std::function<void(size_t index, size_t total, const BatchRow& row)> done;
+  // Before the wait that precedes attempt `next_attempt` (2 for the first retry) of a matrix
+  // whose times were disturbed: why, and for how long it waits.
+  std::function<void(const std::string& cause, double wait_s, int next_attempt)> busy;
 };
 
 // The matrices of request's shard, in order.
