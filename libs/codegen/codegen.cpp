@@ -929,6 +929,8 @@ class Emitter {
     return false;
   }
 
+  // The row-degree ordering's shares (RowDegreeShares, libs/ordering) cut rows at the same
+  // targets, so that each thread's sorted share is the range this bound gives it: change both.
   void EmitBalancedBound() {
     Line(
         "// First iteration of part `part` of `parts` when [lo, hi) is cut into contiguous ranges");
