@@ -15,6 +15,13 @@
 // Hand-written loops over hand-built arrays, compiled with the kernels' flags, float, all
 // threads, timed in turns in one run.
 //
+// And the layout the tuned 2-D block rule stores (rows and columns in blocks, each block's
+// nonzeros sorted by column, 16-bit coordinates inside it: i1:U k1:C k0:C i0:Q), beside loops
+// that each leave out one of its costs:
+// - without the update of y: the products summed in registers (what the scatter into y costs);
+// - without the gather of x: the values added to y (what reading x costs);
+// - with blocks of 4096 rows, whose part of y stays in L1, and of 64K x 64K.
+//
 //   graph_spmv_bound [FILE.mtx] [--scale S] [--edge-factor F] [--rounds K]
 //   (default: a Graph500 graph of scale 19, edge factor 16, seed 23)
 #include <omp.h>
@@ -27,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/bulk_allocator.hpp"
@@ -180,6 +188,81 @@ void SellRowsPrefetched(const Sell& a, const float* __restrict x, float* __restr
 
 enum class Loop { kVector, kNoValues, kScalar, kPrefetch };
 
+// 2-D blocks: block (b, c) holds rows [b * block_rows, ...) and columns [c * block_cols, ...),
+// its nonzeros sorted by column, then row, at start[b * col_blocks + c] ...
+struct Blocks {
+  int64_t block_rows = 0, block_cols = 0, row_blocks = 0, col_blocks = 0;
+  std::vector<int64_t> start;
+  BulkVector<uint16_t> row, col;  // within the block
+  BulkVector<float> values;
+};
+
+Blocks BuildBlocks(const CooTensor& m, int64_t block_rows, int64_t block_cols) {
+  Blocks b;
+  b.block_rows = block_rows;
+  b.block_cols = block_cols;
+  b.row_blocks = (m.dims[0] + block_rows - 1) / block_rows;
+  b.col_blocks = (m.dims[1] + block_cols - 1) / block_cols;
+  const int64_t nnz = m.nnz();
+  auto block_of = [&](int64_t e) {
+    return m.coords[0][e] / block_rows * b.col_blocks + m.coords[1][e] / block_cols;
+  };
+  b.start.assign(b.row_blocks * b.col_blocks + 1, 0);
+  for (int64_t e = 0; e < nnz; ++e) ++b.start[block_of(e) + 1];
+  for (size_t k = 1; k < b.start.size(); ++k) b.start[k] += b.start[k - 1];
+  std::vector<int64_t> order(nnz), next(b.start.begin(), b.start.end() - 1);
+  for (int64_t e = 0; e < nnz; ++e) order[next[block_of(e)]++] = e;
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t k = 0; k < b.row_blocks * b.col_blocks; ++k) {
+    std::sort(order.begin() + b.start[k], order.begin() + b.start[k + 1],
+              [&](int64_t p, int64_t q) {
+                return std::make_pair(m.coords[1][p], m.coords[0][p]) <
+                       std::make_pair(m.coords[1][q], m.coords[0][q]);
+              });
+  }
+  b.row.resize(nnz);
+  b.col.resize(nnz);
+  b.values.resize(nnz);
+  for (int64_t p = 0; p < nnz; ++p) {
+    b.row[p] = static_cast<uint16_t>(m.coords[0][order[p]] % block_rows);
+    b.col[p] = static_cast<uint16_t>(m.coords[1][order[p]] % block_cols);
+    b.values[p] = 1.0f;
+  }
+  return b;
+}
+
+enum class BlockLoop { kFull, kNoUpdateOfY, kNoGatherOfX };
+
+// The row blocks [from, to) of y = A x.
+void BlockRows(const Blocks& b, BlockLoop loop, const float* __restrict x, float* __restrict y,
+               int64_t rows, int64_t from, int64_t to) {
+  const uint16_t* __restrict row = b.row.data();
+  const uint16_t* __restrict col = b.col.data();
+  const float* __restrict values = b.values.data();
+  for (int64_t r = from; r < to; ++r) {
+    float* __restrict yb = y + r * b.block_rows;
+    std::memset(yb, 0, sizeof(float) * std::min(b.block_rows, rows - r * b.block_rows));
+    for (int64_t c = 0; c < b.col_blocks; ++c) {
+      const float* __restrict xb = x + c * b.block_cols;
+      const int64_t lo = b.start[r * b.col_blocks + c], hi = b.start[r * b.col_blocks + c + 1];
+      if (loop == BlockLoop::kFull) {
+        for (int64_t p = lo; p < hi; ++p) yb[row[p]] += values[p] * xb[col[p]];
+      } else if (loop == BlockLoop::kNoGatherOfX) {
+        for (int64_t p = lo; p < hi; ++p) yb[row[p]] += values[p];
+      } else {
+        // Eight sums, so that the adds do not wait for each other.
+        float sum[8] = {};
+        int64_t p = lo;
+        for (; p + 8 <= hi; p += 8) {
+          for (int k = 0; k < 8; ++k) sum[k] += values[p + k] * xb[col[p + k]];
+        }
+        for (; p < hi; ++p) sum[0] += values[p] * xb[col[p]];
+        for (int k = 0; k < 8; ++k) yb[0] += sum[k];
+      }
+    }
+  }
+}
+
 template <int kLanes>
 void RunSlices(const std::vector<Sell>& segments, Loop loop, const float* x, float* y, int64_t from,
                int64_t to, const int32_t* y_row) {
@@ -213,9 +296,20 @@ struct Variant {
   // Set: the loop writes row r of the slices to y_out[y_row[r]] (padding rows to the spare
   // entries past the last row).
   std::vector<int32_t> y_row;
+  // Set: 2-D blocks instead of slices (thread_start then counts row blocks).
+  std::shared_ptr<const Blocks> blocks;
+  BlockLoop block_loop = BlockLoop::kFull;
 };
 
-void Spmv(const Variant& v, const float* x, float* y, float* y_out) {
+void Spmv(const Variant& v, const float* x, float* y, float* y_out, int64_t rows) {
+  if (v.blocks) {
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num();
+      BlockRows(*v.blocks, v.block_loop, x, y, rows, v.thread_start[t], v.thread_start[t + 1]);
+    }
+    return;
+  }
   const int lanes = v.segments[0].lanes;
 #pragma omp parallel
   {
@@ -346,8 +440,39 @@ int main(int argc, char** argv) {
     add("SELL-32, degree (x, y in its order)", 32, symmetric_rows, 1, Loop::kVector);
   }
 
+  // 2-D blocks in the caller's order, as the tuned rule stores them.
+  auto add_blocks = [&](const std::string& name, std::shared_ptr<const Blocks> blocks,
+                        BlockLoop loop) {
+    Variant v;
+    v.name = name;
+    v.blocks = std::move(blocks);
+    v.block_loop = loop;
+    variants.push_back(std::move(v));
+  };
+  if (rows <= int64_t(1) << 31 && cols <= int64_t(1) << 31) {
+    auto blocks16k = std::make_shared<const Blocks>(BuildBlocks(m, 16384, 16384));
+    add_blocks("2-D blocks 16K x 16K (caller's order)", blocks16k, BlockLoop::kFull);
+    add_blocks("  without the update of y (bound)", blocks16k, BlockLoop::kNoUpdateOfY);
+    add_blocks("  without the gather of x (bound)", blocks16k, BlockLoop::kNoGatherOfX);
+    add_blocks("2-D blocks 4K x 16K (y in L1)",
+               std::make_shared<const Blocks>(BuildBlocks(m, 4096, 16384)), BlockLoop::kFull);
+    add_blocks("2-D blocks 64K x 64K", std::make_shared<const Blocks>(BuildBlocks(m, 65536, 65536)),
+               BlockLoop::kFull);
+  }
+
   const int threads = omp_get_max_threads();
   for (Variant& v : variants) {
+    if (v.blocks) {
+      // Row blocks cut at equal shares of the nonzeros.
+      const Blocks& b = *v.blocks;
+      const int64_t total = b.start.back();
+      for (int t = 0; t <= threads; ++t) {
+        int64_t r = 0;
+        while (r < b.row_blocks && b.start[r * b.col_blocks] < total * t / threads) ++r;
+        v.thread_start.push_back(t == threads ? b.row_blocks : r);
+      }
+      continue;
+    }
     const int lanes = v.segments[0].lanes;
     const int64_t slices = (rows + lanes - 1) / lanes;
     std::vector<int64_t> slots(slices + 1, 0);
@@ -356,10 +481,12 @@ int main(int argc, char** argv) {
       for (const Sell& s : v.segments) here += s.slice_start[t + 1] - s.slice_start[t];
       slots[t + 1] = slots[t] + here;
     }
+    // The last thread also takes the trailing slices of empty rows (they hold no slots).
     for (int t = 0; t <= threads; ++t) {
       v.thread_start.push_back(
-          std::lower_bound(slots.begin(), slots.end(), slots[slices] * t / threads) -
-          slots.begin());
+          t == threads ? slices
+                       : std::lower_bound(slots.begin(), slots.end(), slots[slices] * t / threads) -
+                             slots.begin());
     }
   }
 
@@ -373,7 +500,7 @@ int main(int argc, char** argv) {
       std::vector<double> calls;
       for (int call = 0; call < 21; ++call) {
         const auto start = std::chrono::steady_clock::now();
-        Spmv(variants[v], x.data(), y.data(), y_out.data());
+        Spmv(variants[v], x.data(), y.data(), y_out.data(), rows);
         calls.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count());
@@ -390,7 +517,7 @@ int main(int argc, char** argv) {
               (long long)rows, (long long)cols, (long long)nnz, threads, rounds);
   const double base = Median(times[0]);
   for (size_t v = 0; v < variants.size(); ++v) {
-    int64_t slots = 0;
+    int64_t slots = variants[v].blocks ? nnz : 0;
     for (const Sell& s : variants[v].segments) slots += s.cols.size();
     std::printf("  %-38s %8.3f ms  %5.2fx  (%lld slots, sum of y %.6g)\n", variants[v].name.c_str(),
                 Median(times[v]), Median(times[v]) / base, (long long)slots, checksum[v]);
