@@ -141,11 +141,10 @@ void PrintReport(const TuneReport& r, bool explain) {
         "faster than FixedCSR; tune again with --force on a quieter machine\n",
         100 * r.noise);
   }
-  const std::string ordering =
-      r.ordering_ms > 0
-          ? " (ordering " + std::to_string(int64_t(std::lround(r.ordering_ms))) + " ms, packing " +
-                std::to_string(int64_t(std::lround(r.pack_ms - r.ordering_ms))) + " ms)"
-          : "";
+  const std::string ordering = r.ordering_ms > 0
+                                   ? " (ordering " + FormatMs(r.ordering_ms) + ", packing " +
+                                         FormatMs(r.pack_ms - r.ordering_ms) + ")"
+                                   : "";
   if (r.break_even_calls >= 0) {
     std::printf("  pack        %s%s   pays for itself after %lld calls\n",
                 FormatMs(r.pack_ms).c_str(), ordering.c_str(), (long long)r.break_even_calls);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -83,6 +84,24 @@ TEST(TuneCli, TunesStoresAndAnswersFromTheDatabase) {
   const auto miss = RunCli({"query", other, "--kernel", "spmv", "--db", db, "--json"});
   EXPECT_EQ(miss.exit_code, 1);
   EXPECT_FALSE(nlohmann::json::parse(miss.out)["hit"].get<bool>());
+}
+
+// The text report gives the preparation in units that fit it: a renumbered winner's ordering
+// and packing each take microseconds on this small matrix, and neither reads as "0 ms".
+TEST(TuneCli, TheReportGivesThePreparationInUnitsThatFit) {
+  TempDir dir;
+  const auto r = RunCli({"tune", kExample, "--kernel", "spmv", "--db", dir.File("t.db"),
+                         "--samples", "0", "--no-model"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex pack_line(
+      "  pack        ([0-9.]+ (?:us|ms|s))(?: \\(ordering ([0-9.]+ (?:us|ms|s)), "
+      "packing ([0-9.]+ (?:us|ms|s))\\))?(?:   pays for itself after [0-9]+ calls)?\n");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, pack_line)) << r.out;
+  for (size_t part = 1; part < m.size(); ++part) {
+    if (!m[part].matched) continue;
+    EXPECT_GT(std::stod(m[part].str()), 0) << m[0];
+  }
 }
 
 // A caller who prepares the operand once and calls it N times: the winner is the one of least
