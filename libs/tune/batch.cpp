@@ -353,6 +353,45 @@ std::vector<BatchItem> ResolveBatchItems(const BatchRequest& request) {
   return SelectShard(items, request.shard);
 }
 
+namespace {
+
+// One attempt at tuning item into row; a failure is recorded in row, except MachineBusyError
+// (the times stayed disturbed), which the caller may answer by trying again.
+void TuneItem(const BatchRequest& request, const BatchItem& item, const BatchProgress& progress,
+              Database& db, BatchRow* row) {
+  try {
+    TuneRequest tune = request.tune;
+    tune.path = item.path;
+    tune.emit_dir.clear();
+    TuneProgress tune_progress;
+    tune_progress.stage = progress.stage;
+    const TuneReport result = Tune(tune, tune_progress);
+    row->status = result.from_db ? BatchStatus::kFromDb : BatchStatus::kTuned;
+    row->winner_ms = result.winner_ms;
+    row->fixed_csr_ms = result.fixed_csr_ms;
+    row->speedup = result.speedup_vs_fixed_csr();
+    row->message.clear();
+    for (const auto& warning : result.input_warnings)
+      row->message += (row->message.empty() ? "" : "; ") + warning;
+    if (const auto matrix = db.FindMatrix(result.fingerprint)) row->nnz = matrix->nnz;
+  } catch (const MachineBusyError&) {
+    throw;
+  } catch (const InputError& e) {
+    row->status = BatchStatus::kFailed;
+    row->message = e.what();
+  } catch (const std::bad_alloc&) {
+    row->status = BatchStatus::kFailed;
+    row->message = "out of memory";
+    row->internal_error = true;
+  } catch (const std::exception& e) {
+    row->status = BatchStatus::kFailed;
+    row->message = e.what();
+    row->internal_error = true;
+  }
+}
+
+}  // namespace
+
 BatchReport RunBatch(const BatchRequest& request, const BatchProgress& progress) {
   const auto start = Clock::now();
   const std::vector<BatchItem> items = ResolveBatchItems(request);
@@ -375,23 +414,10 @@ BatchReport RunBatch(const BatchRequest& request, const BatchProgress& progress)
       const auto tune_start = Clock::now();
       for (int attempt = 1;; ++attempt) {
         try {
-          TuneRequest tune = request.tune;
-          tune.path = item.path;
-          tune.emit_dir.clear();
-          TuneProgress tune_progress;
-          tune_progress.stage = progress.stage;
-          const TuneReport result = Tune(tune, tune_progress);
-          row.status = result.from_db ? BatchStatus::kFromDb : BatchStatus::kTuned;
-          row.winner_ms = result.winner_ms;
-          row.fixed_csr_ms = result.fixed_csr_ms;
-          row.speedup = result.speedup_vs_fixed_csr();
-          row.message.clear();
-          for (const auto& warning : result.input_warnings)
-            row.message += (row.message.empty() ? "" : "; ") + warning;
-          if (attempt > 1)
+          TuneItem(request, item, progress, *db, &row);
+          if (attempt > 1 && HasWinner(row.status))
             row.message += std::string(row.message.empty() ? "" : "; ") + "tuned at attempt " +
                            std::to_string(attempt) + ", after the cores were busy";
-          if (const auto matrix = db->FindMatrix(result.fingerprint)) row.nnz = matrix->nnz;
         } catch (const MachineBusyError& e) {
           row.status = BatchStatus::kBusy;
           row.message = e.what();
@@ -400,17 +426,6 @@ BatchReport RunBatch(const BatchRequest& request, const BatchProgress& progress)
             std::this_thread::sleep_for(std::chrono::duration<double>(request.busy_wait_s));
             continue;
           }
-        } catch (const InputError& e) {
-          row.status = BatchStatus::kFailed;
-          row.message = e.what();
-        } catch (const std::bad_alloc&) {
-          row.status = BatchStatus::kFailed;
-          row.message = "out of memory";
-          row.internal_error = true;
-        } catch (const std::exception& e) {
-          row.status = BatchStatus::kFailed;
-          row.message = e.what();
-          row.internal_error = true;
         }
         break;
       }
