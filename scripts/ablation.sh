@@ -61,7 +61,6 @@ for line in sys.stdin:
       echo "ablation.sh: $name ($kernel) is in the training data: skipped" >&2
       continue
     fi
-    schedules=()
     counts=()
     for run in model no_model oracle; do
       case $run in
@@ -69,26 +68,41 @@ for line in sys.stdin:
         no_model) args=(--no-model --samples "$k") ;;
         oracle) args=(--top-k 50 --samples 100) ;;
       esac
-      "${bin[@]}" tune "$file" --kernel "$kernel" --db "$out/$run-$kernel.db" --orderings none \
-        --force "${args[@]}" --json > "$out/$name-$kernel-$run.json" 2> "$out/$name-$kernel-$run.err" || {
-        echo "ablation.sh: tune ($run) failed on $name ($kernel): $(tail -1 "$out/$name-$kernel-$run.err")" >&2
-        continue 2; }
-      jq '.winner.schedule' "$out/$name-$kernel-$run.json" > "$out/$name-$kernel-$run.schedule.json"
-      schedules+=(--schedule "$out/$name-$kernel-$run.schedule.json")
-      counts+=("$(jq '[.candidates[] | select(.status == "ok")] | length' "$out/$name-$kernel-$run.json")")
+      result=$out/$name-$kernel-$run.json
+      # A tune that finished before an interrupted run is kept: oracle tunes take minutes.
+      if ! jq -e '.winner.schedule' "$result" > /dev/null 2>&1; then
+        "${bin[@]}" tune "$file" --kernel "$kernel" --db "$out/$run-$kernel.db" --orderings none \
+          --force "${args[@]}" --json > "$result" 2> "$out/$name-$kernel-$run.err" || {
+          echo "ablation.sh: tune ($run) failed on $name ($kernel): $(tail -1 "$out/$name-$kernel-$run.err")" >&2
+          continue 2; }
+      fi
+      jq -S '.winner.schedule' "$result" > "$out/$name-$kernel-$run.schedule.json"
+      counts+=("$(jq '[.candidates[] | select(.status == "ok")] | length' "$result")")
     done
-    # An empty database: the three winners come as files; a stored one would be timed twice.
+    # Each distinct winner is timed once, so two arms that stored the same schedule get the same
+    # time rather than two samples of the bench's noise. An empty database: the winners come as
+    # files; a stored one would be timed twice.
+    schedules=()
+    declare -A first_of=()
+    for run in model no_model oracle; do
+      f=$out/$name-$kernel-$run.schedule.json
+      key=$(jq -c . "$f")
+      if [ -z "${first_of[$key]:-}" ]; then first_of[$key]=$f; schedules+=(--schedule "$f"); fi
+      echo "$run ${first_of[$key]}"
+    done > "$out/$name-$kernel-timed-as.txt"
+    unset first_of
     "${bin[@]}" bench "$file" --kernel "$kernel" --no-libraries --db "$out/bench-empty.db" \
       "${schedules[@]}" --json > "$out/$name-$kernel-bench.json" 2> "$out/$name-$kernel-bench.err" || {
       echo "ablation.sh: bench failed on $name ($kernel)" >&2; continue; }
-    python3 - "$out/$name-$kernel-bench.json" "$name" "$kernel" "$nnz" "$out/$name-$kernel" "${counts[@]}" >> "$csv" <<'PY'
+    python3 - "$out/$name-$kernel-bench.json" "$name" "$kernel" "$nnz" "$out/$name-$kernel-timed-as.txt" "${counts[@]}" >> "$csv" <<'PY'
 import json, sys
-bench, name, kernel, nnz, stem, counts = *sys.argv[1:6], sys.argv[6:]
+bench, name, kernel, nnz, timed_as, counts = *sys.argv[1:6], sys.argv[6:]
 # bench names a given schedule by its file.
 times = {r["name"]: r["time_ms"] for r in json.load(open(bench))["results"] if r.get("verified")}
+files = dict(line.split() for line in open(timed_as))
 row = [name, kernel, nnz, "%.6f" % times["fixed_csr"]]
 for run, n in zip(("model", "no_model", "oracle"), counts):
-    row += [n, "%.6f" % times[f"{stem}-{run}.schedule.json"]]
+    row += [n, "%.6f" % times[files[run]]]
 print(",".join(map(str, row)))
 PY
     echo "ablation.sh: $name ($kernel) done" >&2
