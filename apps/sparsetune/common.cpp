@@ -206,6 +206,14 @@ void AddCallsOption(CLI::App* sub, int64_t& calls) {
       ->check(CountIn(0, kMaxCalls));
 }
 
+void AddTunedOrderOption(CLI::App* sub, bool& tuned_order) {
+  sub->add_flag("--tuned-order", tuned_order,
+                "For an iterative method that converts its vectors once and calls the kernel in "
+                "the tuned order (the emitted _compute_tuned_order): candidates are timed "
+                "without the permutations of every call, and the winner is stored apart from "
+                "the winner in the caller's order");
+}
+
 void AddOrderingsOption(CLI::App* sub, std::vector<OrderingKind>& orderings) {
   sub->add_option_function<std::string>(
          "--orderings",

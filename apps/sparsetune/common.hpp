@@ -87,6 +87,8 @@ void CheckSearchBudget(int top_k, int refine, int refine_steps);
 // by preparation plus N calls, stored apart); 0, the default: the winner per call.
 constexpr int64_t kMaxCalls = 1000000000;
 void AddCallsOption(CLI::App* sub, int64_t& calls);
+// --tuned-order: the winner for callers that stay in the tuned order, stored apart.
+void AddTunedOrderOption(CLI::App* sub, bool& tuned_order);
 
 // A time for people, in the unit that suits it: "0.421 us", "42.1 us", "1.25 ms", "3.40 s".
 // Machine-readable outputs (JSON, CSV) keep milliseconds.

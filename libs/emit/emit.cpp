@@ -100,7 +100,8 @@ struct EmittedKernel {
   std::vector<std::string> tensor_names;   // per convertible tensor, as a C identifier
   // partition and community need METIS and igraph: libsparsetune_orderings computes them.
   bool external_ordering = false;
-  int64_t calls = 0;  // the call count the schedule was chosen for (0: the fastest call)
+  int64_t calls = 0;         // the call count the schedule was chosen for (0: the fastest call)
+  bool tuned_order = false;  // chosen for calls in the tuned order (tune --tuned-order)
 
   OrderingKind ordering() const { return schedule.ordering; }
   bool ordered() const { return ordering() != OrderingKind::kNone; }
@@ -255,6 +256,14 @@ std::vector<std::string> HeaderProse(const EmittedKernel& k) {
                     "general loop where a tile does not fill).");
   }
   prose.push_back(OrderingParagraph(k));
+  if (k.tuned_order) {
+    prose.push_back("Chosen for the tuned order. tune timed " + name +
+                    "_compute_tuned_order, the dense operands converted once (--tuned-order), "
+                    "as an iterative method that stays in the tuned order calls it; " +
+                    name +
+                    "_compute permutes on every call, and a caller that uses it gets a faster "
+                    "call from the schedule tuned without --tuned-order.");
+  }
   if (k.calls > 0) {
     const std::string count = std::to_string(k.calls) + (k.calls == 1 ? " call" : " calls");
     prose.push_back("Chosen for " + count +
@@ -1011,7 +1020,7 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
                                     const Expression& e,
                                     const std::map<std::string, int64_t>& sizes, DType dtype,
                                     const Schedule& input_schedule, const CooTensor* pattern,
-                                    int64_t calls) {
+                                    int64_t calls, bool tuned_order) {
   Schedule schedule = input_schedule;
   schedule.Canonicalize();
   LowerOutcome lowered = Lower(e, schedule);
@@ -1021,6 +1030,7 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
   // The interface first: names, value type, dense operands and their conversions.
   k.name = EmittedName(kernel);
   k.calls = calls;
+  k.tuned_order = tuned_order;
   k.dtype = dtype;
   k.value = DTypeCName(dtype);
   k.value_type = k.name + "_value";  // lets callers write the type once

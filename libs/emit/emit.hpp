@@ -47,11 +47,12 @@ void PrepareEmitDirectory(const std::string& dir);
 // widths the kernel is generated for; the source also holds a variant for 32-bit coordinates,
 // which an operand whose coordinates do not fit them runs. Returns the paths written. Throws
 // InputError when the schedule does not lower or the format does not apply. `calls` (above 0)
-// is the call count the schedule was chosen for (tune --calls), which the header states.
+// is the call count the schedule was chosen for (tune --calls), and `tuned_order` whether it was
+// timed in the tuned order (tune --tuned-order); the header states both.
 std::vector<std::string> EmitKernel(const std::string& dir, const std::string& kernel,
                                     const Expression& expression,
                                     const std::map<std::string, int64_t>& sizes, DType dtype,
                                     const Schedule& schedule, const CooTensor* pattern,
-                                    int64_t calls = 0);
+                                    int64_t calls = 0, bool tuned_order = false);
 
 }  // namespace sparsetune

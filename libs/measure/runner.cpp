@@ -62,6 +62,42 @@ std::string FormatKey(const StorageFormat& f) {
   }
   return key + "ordering" + OrderingName(f.ordering);
 }
+// Moves a dense tensor (row-major over `indices`) into the tuned order or back out of it:
+// along each index the operand renumbers (old_of_new not null), element n of the tuned copy is
+// element old_of_new[n] of the caller's.
+void ConvertTunedOrder(const Expression& expression, const std::vector<std::string>& indices,
+                       const IndexSizes& sizes, const int32_t* const* old_of_new,
+                       const ValueBuffer& from, ValueBuffer& to, bool into_tuned) {
+  const size_t order = indices.size();
+  std::vector<int64_t> extent(order);
+  std::vector<const int32_t*> map(order);
+  for (size_t m = 0; m < order; ++m) {
+    extent[m] = sizes.at(indices[m]);
+    map[m] = old_of_new[expression.IndexId(indices[m])];
+  }
+  std::vector<int64_t> at(order, 0);  // the tuned coordinates of element t
+  for (int64_t t = 0; t < from.size(); ++t) {
+    int64_t old = 0;
+    for (size_t m = 0; m < order; ++m) old = old * extent[m] + (map[m] ? map[m][at[m]] : at[m]);
+    if (into_tuned)
+      to.SetComplex(t, from.GetComplex(old));
+    else
+      to.SetComplex(old, from.GetComplex(t));
+    for (size_t m = order; m-- > 0;) {
+      if (++at[m] < extent[m]) break;
+      at[m] = 0;
+    }
+  }
+}
+
+// Whether a tensor over `indices` is indexed by an index the operand renumbers.
+bool Renumbered(const Expression& expression, const std::vector<std::string>& indices,
+                const int32_t* const* old_of_new) {
+  return std::any_of(indices.begin(), indices.end(), [&](const std::string& index) {
+    return old_of_new[expression.IndexId(index)] != nullptr;
+  });
+}
+
 }  // namespace
 
 KernelRunner::Reordering* KernelRunner::ReorderingFor(OrderingKind kind, std::string* refusal) {
@@ -290,14 +326,40 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   prepared.output_ = std::make_shared<ValueBuffer>(dtype_, output_size);
   args.output = prepared.output_->data();
 
+  // In the tuned order, the dense inputs are converted once, as the caller would, and the
+  // kernel skips its permutations; a dense output comes back renumbered.
+  bool output_renumbered = false;
+  if (options.tuned_order && packed.ordering) {
+    auto tuned = std::make_shared<std::vector<ValueBuffer>>(inputs_);
+    for (size_t t = 1; t < expression_.tensors.size(); ++t) {
+      const auto& indices = expression_.tensors[t].indices;
+      if (static_cast<int>(t) == expression_.sparse ||
+          !Renumbered(expression_, indices, args.old_of_new))
+        continue;
+      ConvertTunedOrder(expression_, indices, sizes_, args.old_of_new, inputs_[t], (*tuned)[t],
+                        true);
+      args.inputs[t] = (*tuned)[t].data();
+    }
+    prepared.tuned_inputs_ = std::move(tuned);
+    args.tuned_order = 1;
+    output_renumbered = expression_.sparse_output_prefix == 0 &&
+                        Renumbered(expression_, expression_.tensors[0].indices, args.old_of_new);
+  }
+
   if (options.verify) {
     // Elements the kernel fails to write stay NaN and fail verification.
     prepared.output_->Fill(std::nan(""));
     const auto start = std::chrono::steady_clock::now();
     prepared.Call();
     result.verify_run_ms = MsSince(start);
-    if (!Verify(*prepared.output_, packed, output_levels, &result.message,
-                &result.max_relative_error)) {
+    ValueBuffer caller_output;
+    if (output_renumbered) {
+      caller_output = ValueBuffer(dtype_, output_size);
+      ConvertTunedOrder(expression_, expression_.tensors[0].indices, sizes_, args.old_of_new,
+                        *prepared.output_, caller_output, false);
+    }
+    if (!Verify(output_renumbered ? caller_output : *prepared.output_, packed, output_levels,
+                &result.message, &result.max_relative_error)) {
       result.status = RunStatus::kWrongResult;
       return prepared;
     }

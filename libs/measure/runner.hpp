@@ -22,6 +22,11 @@ struct RunOptions {
   int threads = -1;  // >= 0 overrides the schedule's thread count
   CodegenMode mode = CodegenMode::kRuntimeParameters;
   double padding_cap = kDefaultPaddingCap;
+  // Call a renumbered schedule in its tuned order, as an iterative method that converts its
+  // operands once calls it (the emitted _compute_tuned_order): the dense inputs are handed over
+  // renumbered and the output comes back so, with no permutation per call. Verified that way
+  // too. Schedules that renumber nothing are called as they are.
+  bool tuned_order = false;
   TimingOptions timing;
 };
 
@@ -82,6 +87,8 @@ class PreparedKernel {
   RunResult result_;
   std::shared_ptr<const PackedTensor> packed_;
   std::shared_ptr<ValueBuffer> output_;
+  // The dense inputs in the tuned order (RunOptions::tuned_order), when it renumbers any.
+  std::shared_ptr<const std::vector<ValueBuffer>> tuned_inputs_;
   st_args args_{};
   st_kernel_fn function_ = nullptr;
 };

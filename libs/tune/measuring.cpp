@@ -55,6 +55,7 @@ ContestOptions TuneContest(KernelRunner& runner, const TuneCandidate& fixed_csr,
     const PreparedKernel fixed = runner.Prepare(fixed_csr.schedule, probe);
     contest.run.timing.max_ms_per_run = std::max(options.max_ms, 20 * fixed.result().verify_run_ms);
   }
+  contest.run.tuned_order = options.tuned_order;
   contest.seed = options.seed;
   contest.drift_anchor = 0;  // FixedCSR, first
   if (options.on_busy == BusyPolicy::kIgnore) contest.run.timing.disturbance_retries = 0;
@@ -84,13 +85,13 @@ int64_t PermutedValuesPerCall(const KernelRunner& runner) {
 // The orderings the final round tries: those asked for, and of the defaults (--orderings
 // auto) only those that can pay here.
 std::vector<OrderingKind> OrderingsToTry(const KernelRunner& runner,
-                                         const std::vector<OrderingKind>& asked) {
+                                         const std::vector<OrderingKind>& asked, bool tuned_order) {
   if (asked != DefaultOrderings()) return asked;
-  // A renumbered kernel permutes its dense operands on every call. Where they hold more values
-  // than the matrix has nonzeros (SpMM's and SDDMM's rows of 256), the ordered variants lost
-  // on all 22 SpMM and SDDMM matrices of a suite run (1.05x to 3x behind the best unordered
-  // schedule; 11.7 s of a 33 s tune on one).
-  if (PermutedValuesPerCall(runner) > runner.sparse().nnz()) return {};
+  // A renumbered kernel permutes its dense operands on every call (unless called in the tuned
+  // order). Where they hold more values than the matrix has nonzeros (SpMM's and SDDMM's rows
+  // of 256), the ordered variants lost on all 22 SpMM and SDDMM matrices of a suite run (1.05x
+  // to 3x behind the best unordered schedule; 11.7 s of a 33 s tune on one).
+  if (!tuned_order && PermutedValuesPerCall(runner) > runner.sparse().nnz()) return {};
   std::vector<OrderingKind> out;
   for (OrderingKind kind : asked) {
     // METIS takes minutes on large graphs.
@@ -206,12 +207,13 @@ std::map<std::string, std::pair<double, double>> RetimeLeadersPreparation(Kernel
 void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
                        const ContestObserver& observer, const MeasuringOptions& options,
                        const TuneProgress& progress, Measured& m) {
-  const FinalRoundSize size;
+  FinalRoundSize size;
+  if (options.tuned_order) size.renumbered = size.renumbered_in_tuned_order;
   std::map<std::string, std::pair<double, double>> fresh;
   if (options.calls > 0) fresh = RetimeLeadersPreparation(runner, m, 2 * size.most);
-  const std::vector<TuneCandidate> final_round =
-      FinalRound(m.candidates, m.results, runner.sparse(),
-                 OrderingsToTry(runner, options.orderings), size, options.calls);
+  const std::vector<TuneCandidate> final_round = FinalRound(
+      m.candidates, m.results, runner.sparse(),
+      OrderingsToTry(runner, options.orderings, options.tuned_order), size, options.calls);
   if (final_round.size() <= 1) return;
   const auto start = std::chrono::steady_clock::now();
   const int contests = std::max(1, options.final_contests);

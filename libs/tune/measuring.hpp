@@ -60,6 +60,10 @@ struct FinalRoundSize {
   size_t most = 6;        // and up to this many in all whose times are within `within`
   double within = 0.10;   // of the fastest, as a share of its time
   size_t renumbered = 2;  // the best unordered ones, renumbered by every ordering
+  // Called in the tuned order, a renumbering costs nothing a call, so it can lift a schedule
+  // that ranked below the best two unordered ones (SELL slices sorted by degree on a skewed
+  // graph, whose rows vary most): more are renumbered.
+  size_t renumbered_in_tuned_order = 4;
 };
 
 // The final round: the first round's verified schedules that FinalRoundSize admits as they are,
@@ -102,6 +106,10 @@ struct MeasuringOptions {
   // most, by cost) timed again on fresh memory, as a caller's would run, before the final
   // round is drawn.
   int64_t calls = 0;
+  // Every candidate called in its tuned order (RunOptions::tuned_order), as an iterative method
+  // that converts its operands once calls it; the final round then renumbers more of the first
+  // round's best (FinalRoundSize::renumbered_in_tuned_order), for every ordering asked for.
+  bool tuned_order = false;
 };
 
 // A schedule's result over several contests: the one with the median time (the slower middle

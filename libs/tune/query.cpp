@@ -20,6 +20,7 @@ nlohmann::json QueryAnswer::ToJson() const {
   out["hit"] = hit;
   out["fingerprint"] = fingerprint;
   out["kernel"] = kernel;
+  out["tuned_order"] = tuned_order;
   if (hit) {
     out["winner"] = {{"schedule", nlohmann::json::parse(winner_json)}, {"time_ms", winner_ms}};
     out["fixed_csr_ms"] = fixed_csr_ms ? nlohmann::json(*fixed_csr_ms) : nlohmann::json();
@@ -70,6 +71,7 @@ void AnswerWithHeuristic(const QueryRequest& request, const CooTensor* tensor, D
 QueryAnswer Query(const QueryRequest& request) {
   QueryAnswer answer;
   answer.kernel = KernelKey(request.kernel, request.expression);
+  answer.tuned_order = request.tuned_order;
   std::map<std::string, int64_t> dense = request.dense;
   std::unique_ptr<CooTensor> tensor;
   if (!request.path.empty()) {
@@ -97,7 +99,7 @@ QueryAnswer Query(const QueryRequest& request) {
   if (machine) {
     TuningKey key;
     key.fingerprint = answer.fingerprint;
-    key.kernel = answer.kernel;
+    key.kernel = request.tuned_order ? TunedOrderKernelKey(answer.kernel) : answer.kernel;
     key.machine_id = *machine;
     key.dense = dense;
     key.dtype = request.dtype;

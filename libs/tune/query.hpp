@@ -22,7 +22,8 @@ struct QueryRequest {
   std::map<std::string, int64_t> dense;
   DType dtype = DType::kF32;
   std::string db_path;
-  int64_t calls = 0;  // the winner per call (0) or the one stored for this many calls
+  int64_t calls = 0;         // the winner per call (0) or the one stored for this many calls
+  bool tuned_order = false;  // the winner tuned for calls in the tuned order (tune --tuned-order)
   // A miss answers with Scorch's heuristic schedule (never measured) instead of nothing.
   bool fallback_heuristic = false;
 };
@@ -34,8 +35,9 @@ struct QueryAnswer {
   std::string winner_json;
   double winner_ms = 0;
   std::optional<double> fixed_csr_ms;
-  int64_t calls = 0;      // what the winner was chosen for (QueryRequest::calls)
-  double prepare_ms = 0;  // with a call count: the winner's preparation
+  int64_t calls = 0;         // what the winner was chosen for (QueryRequest::calls)
+  bool tuned_order = false;  // QueryRequest::tuned_order
+  double prepare_ms = 0;     // with a call count: the winner's preparation
   std::string updated_at;
   // A miss answered by a fallback: "heuristic", what it looked at, and how long it took.
   std::string fallback;

@@ -6,6 +6,10 @@ std::string KernelKey(const std::string& kernel, const Expression& expression) {
   return kernel.empty() ? "expr:" + expression.text : kernel;
 }
 
+std::string TunedOrderKernelKey(const std::string& kernel_key) {
+  return kernel_key + "@tuned-order";
+}
+
 MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,
                             const CooTensor& tensor, const PatternStats& stats,
                             const std::string& source) {

@@ -18,6 +18,10 @@ namespace sparsetune {
 
 // The database key of a kernel: its name, or "expr:" and the canonical expression.
 std::string KernelKey(const std::string& kernel, const Expression& expression);
+// The database key of a kernel called in its tuned order (tune --tuned-order): its KernelKey
+// and "@tuned-order". Those times skip the permutations of every call, so they and their
+// winner are kept apart from the kernel's (and from its training data).
+std::string TunedOrderKernelKey(const std::string& kernel_key);
 
 // The matrix row of an operand: its shape and statistics, and where it came from.
 MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,

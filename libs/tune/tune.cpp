@@ -171,6 +171,7 @@ nlohmann::json TuneReport::ToJson() const {
   out["fixed_csr_pack_ms"] = fixed_csr_pack_ms;
   out["break_even_calls"] = break_even_calls;
   out["calls"] = calls;
+  out["tuned_order"] = tuned_order;
   if (calls > 0) {
     out["end_to_end_ms"] = end_to_end_ms();
     out["fixed_csr_end_to_end_ms"] = fixed_csr_end_to_end_ms();
@@ -218,6 +219,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   };
   TuneReport report;
   report.calls = request.calls;
+  report.tuned_order = request.tuned_order;
   const Expression& e = request.expression;
   report.kernel = KernelKey(request.kernel, e);
   report.expression = e.text;
@@ -263,8 +265,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   report.fingerprint = operand.fingerprint;
   report.stage_ms["read"] = MsSince(t);
   auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
-  const TuningKey key{operand.fingerprint, report.kernel, db->UpsertMachine(machine), dense_sizes,
-                      request.dtype};
+  const TuningKey key{operand.fingerprint,
+                      request.tuned_order ? TunedOrderKernelKey(report.kernel) : report.kernel,
+                      db->UpsertMachine(machine), dense_sizes, request.dtype};
   std::optional<Schedule> winner;
   if (!request.force) winner = ReportStoredWinner(*db, key, report);
   if (!winner) {
@@ -285,6 +288,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     measuring.on_busy = request.on_busy;
     measuring.orderings = request.orderings;
     measuring.calls = request.calls;
+    measuring.tuned_order = request.tuned_order;
     const auto waco = WacoTemplate::ForKernel(request.kernel);
     if (waco && request.refine > 0) {
       RefinementOptions refinement;
@@ -312,8 +316,9 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   }
   if (!request.emit_dir.empty()) {
     stage("emitting");
-    report.emitted_files = EmitKernel(request.emit_dir, request.kernel, e, operand.sizes,
-                                      request.dtype, *winner, &operand.tensor, request.calls);
+    report.emitted_files =
+        EmitKernel(request.emit_dir, request.kernel, e, operand.sizes, request.dtype, *winner,
+                   &operand.tensor, request.calls, request.tuned_order);
   }
   report.tune_ms = MsSince(start);
   return report;

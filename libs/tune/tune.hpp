@@ -57,6 +57,10 @@ struct TuneRequest {
   // 0: the winner is the fastest a call; N: the one of least preparation plus N calls on the
   // prepared operand, stored apart from the winner per call (for callers who know their count).
   int64_t calls = 0;
+  // The winner for callers that stay in the tuned order (the emitted _compute_tuned_order):
+  // candidates timed without the permutations of every call, stored apart
+  // (TunedOrderKernelKey).
+  bool tuned_order = false;
   bool force = false;  // measure again even when a winner is stored
   uint64_t seed = 1;
   std::string emit_dir;  // non-empty: write the winner's standalone kernel there
@@ -77,6 +81,7 @@ struct TuneReport {
   double fixed_csr_pack_ms = 0;   // packing CSR
   int64_t break_even_calls = -1;  // -1: the winner saves nothing per call
   int64_t calls = 0;              // TuneRequest::calls: what the winner was chosen for
+  bool tuned_order = false;       // TuneRequest::tuned_order: what it was timed for
   double noise = 0;               // relative spread of two timings of identical FixedCSR code
   // The largest correction for the machine's drift between groups of candidates timed one
   // after another, and between the first and final rounds (LargestDriftCorrection): how far

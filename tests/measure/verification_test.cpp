@@ -137,5 +137,49 @@ TEST_F(Verification, UnchangedKernelsVerify) {
   }
 }
 
+// Called in the tuned order (RunOptions::tuned_order), a renumbered kernel reads its dense
+// inputs and writes a dense output renumbered; verification converts them as a caller would,
+// for each kernel's kind of output and each kind of ordering.
+TEST_F(Verification, RenumberedKernelsAreVerifiedInTheTunedOrder) {
+  const CooTensor square = testing::RandomSparse({40, 40}, 300, 32, /*empty_rows=*/false);
+  const std::vector<std::pair<std::string, std::map<std::string, int64_t>>> cases = {
+      {"spmv", {}}, {"spmm", {{"j", 4}}}, {"sddmm", {{"k", 4}}}};
+  for (const auto& [kernel, dense] : cases) {
+    const Expression e = KernelExpression(kernel);
+    KernelRunner runner(e, square, ResolveIndexSizes(e, square.dims, dense), DType::kF64, jit_);
+    for (OrderingKind kind : {OrderingKind::kDegree, OrderingKind::kRowDegree}) {
+      Schedule ordered = FixedCsrSchedule(e);
+      ordered.ordering = kind;
+      RunOptions options;
+      options.time = false;
+      options.tuned_order = true;
+      const RunResult r = runner.Run(ordered, options);
+      EXPECT_TRUE(r.ok() && r.verified) << kernel << " " << OrderingName(kind) << ": " << r.message;
+    }
+  }
+}
+
+// A kernel that permutes in the tuned order too is right in the caller's order and wrong in
+// the tuned one, where verification catches it.
+TEST_F(Verification, AKernelThatIgnoresTheTunedOrderFailsThere) {
+  const CooTensor square = testing::RandomSparse({40, 40}, 300, 33, /*empty_rows=*/false);
+  const Expression e = KernelExpression("spmv");
+  KernelRunner runner(e, square, ResolveIndexSizes(e, square.dims, {}), DType::kF64, jit_);
+  Schedule ordered = FixedCsrSchedule(e);
+  ordered.ordering = OrderingKind::kDegree;
+  Plant(runner, ordered, [](std::string source) {
+    const std::string from = "args->tuned_order ? nullptr : ";
+    for (size_t at; (at = source.find(from)) != std::string::npos;) source.erase(at, from.size());
+    return source;
+  });
+  RunOptions options;
+  options.time = false;
+  const RunResult caller = runner.Run(ordered, options);
+  EXPECT_TRUE(caller.ok() && caller.verified) << caller.message;
+  options.tuned_order = true;
+  const RunResult tuned = runner.Run(ordered, options);
+  EXPECT_EQ(tuned.status, RunStatus::kWrongResult) << tuned.message;
+}
+
 }  // namespace
 }  // namespace sparsetune

@@ -172,6 +172,55 @@ TEST(TuneCli, ForACallCountTheWinnerIsChosenWithItsPreparation) {
   EXPECT_NE(negative.err.find("--calls"), std::string::npos) << negative.err;
 }
 
+// An iterative method that stays in the tuned order: every candidate is timed there, the
+// final round renumbers the best ones, and the winner is stored apart from the one for the
+// caller's order; query and the emitted header say which it is.
+TEST(TuneCli, ForTheTunedOrderTheWinnerIsTimedThereAndStoredApart) {
+  TempDir dir;
+  const std::string db = dir.File("tuned_order.db");
+  auto query = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> args = {"query", kExample, "--kernel", "spmv", "--db", db, "--json"};
+    args.insert(args.end(), more.begin(), more.end());
+    return RunCli(args);
+  };
+  const auto run = RunCli({"tune", kExample, "--kernel", "spmv", "--db", db, "--tuned-order",
+                           "--samples", "3", "--emit", dir.File("tuned"), "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto report = nlohmann::json::parse(run.out);
+  EXPECT_TRUE(report["tuned_order"].get<bool>());
+  int renumbered_finalists = 0;
+  for (const auto& c : report["candidates"]) {
+    if (c["status"] == "ok" && c.value("final", false) &&
+        c["schedule"].value("ordering", "none") != "none")
+      ++renumbered_finalists;
+  }
+  EXPECT_GE(renumbered_finalists, 1);
+
+  const auto hit = query({"--tuned-order"});
+  ASSERT_EQ(hit.exit_code, 0) << hit.err;
+  const auto answer = nlohmann::json::parse(hit.out);
+  EXPECT_TRUE(answer["tuned_order"].get<bool>());
+  EXPECT_EQ(answer["winner"]["schedule"], report["winner"]["schedule"]);
+  // Not the winner for the caller's order: that one is still to be tuned.
+  const auto miss = query({});
+  EXPECT_EQ(miss.exit_code, 1);
+  const auto plain = RunCli({"query", kExample, "--kernel", "spmv", "--db", dir.File("none.db")});
+  EXPECT_EQ(plain.err.find("--tuned-order"), std::string::npos) << plain.err;
+  const auto other =
+      RunCli({"query", kExample, "--kernel", "spmv", "--db", dir.File("none.db"), "--tuned-order"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.err.find("--tuned-order"), std::string::npos) << other.err;
+
+  bool header_says = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File("tuned"))) {
+    if (entry.path().extension() != ".h") continue;
+    std::ifstream in(entry.path());
+    const std::string header((std::istreambuf_iterator<char>(in)), {});
+    header_says |= header.find("Chosen for the tuned order.") != std::string::npos;
+  }
+  EXPECT_TRUE(header_says);
+}
+
 // After the first round, a second one measures schedules one move from the fastest, in
 // --refine-steps steps of --refine each, never one twice; --refine 0 leaves it out.
 TEST(TuneCli, ASecondRoundMeasuresNeighboursOfTheFirstRoundsBest) {
