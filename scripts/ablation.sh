@@ -70,7 +70,7 @@ for line in sys.stdin:
       esac
       result=$out/$name-$kernel-$run.json
       # A tune that finished before an interrupted run is kept: oracle tunes take minutes.
-      if ! jq -e '.winner.schedule' "$result" > /dev/null 2>&1; then
+      if ! { [ -s "$result" ] && jq -e '.winner.schedule' "$result" > /dev/null 2>&1; }; then
         "${bin[@]}" tune "$file" --kernel "$kernel" --db "$out/$run-$kernel.db" --orderings none \
           --force "${args[@]}" --json > "$result" 2> "$out/$name-$kernel-$run.err" || {
           echo "ablation.sh: tune ($run) failed on $name ($kernel): $(tail -1 "$out/$name-$kernel-$run.err")" >&2

@@ -44,6 +44,7 @@ struct BatchOptions {
   double max_ms = 1000;
   uint64_t seed = 1;
   int64_t calls = 0;
+  bool tuned_order = false;
   std::string on_busy;
   int busy_retries = 2;
   double busy_wait_s = 60;
@@ -142,6 +143,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   tune.refine_steps = o.refine_steps;
   tune.seed = o.seed;
   tune.calls = o.calls;
+  tune.tuned_order = o.tuned_order;
   tune.orderings = o.orderings;
   if (!o.on_busy.empty()) tune.on_busy = ParseBusyPolicy(o.on_busy, "--on-busy");
   request.busy_retries = o.busy_retries;
@@ -197,6 +199,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   if (o.json) {
     nlohmann::json out = report.ToJson();
     out["kernel"] = KernelKey(tune.kernel, tune.expression);
+    out["tuned_order"] = tune.tuned_order;
     out["database"] = tune.db_path;
     out["shard"] = {{"index", request.shard.index}, {"count", request.shard.count}};
     std::cout << out.dump(2) << "\n";
@@ -258,6 +261,7 @@ void RegisterBatch(CLI::App& app, Context& context) {
   sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   AddOrderingsOption(sub, o->orderings);
   AddCallsOption(sub, o->calls);
+  AddTunedOrderOption(sub, o->tuned_order);
   AddOnBusyOption(sub, o->on_busy, "waits --busy-wait and tunes the matrix again");
   sub->add_option("--busy-retries", o->busy_retries,
                   "With --on-busy fail: how many times a matrix whose times stayed disturbed is "

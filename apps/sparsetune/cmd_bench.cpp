@@ -32,6 +32,7 @@
 #include "jit/jit.hpp"
 #include "measure/runner.hpp"
 #include "measure/timing.hpp"
+#include "ordering/ordering.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
 #include "tune/candidate_sources.hpp"
@@ -415,16 +416,17 @@ class ContenderPreparation {
     }
   }
 
-  // The libraries and textbook kernels, each verified on its first call; their places follow
-  // the schedules'.
-  void Libraries(const std::vector<std::unique_ptr<Baseline>>& libraries, int threads) {
-    const ReferenceResult& ref = runner_.reference();
-    const size_t first = contenders_.size() - libraries.size();
+  // The libraries and textbook kernels from places `first` on, each verified against `ref` on
+  // its first call. Those given the matrix renumbered (a `suffix` naming the ordering) are
+  // compared with the kernels called in the tuned order.
+  void Libraries(const std::vector<std::unique_ptr<Baseline>>& libraries, size_t first,
+                 const ReferenceResult& ref, const std::string& suffix, int threads) {
     for (size_t l = 0; l < libraries.size(); ++l) {
       Baseline* library = libraries[l].get();
       auto& c = contenders_[first + l] = std::make_unique<Contender>();
-      c->name = library->name();
+      c->name = library->name() + suffix;
       c->kind = library->kind();
+      c->tuned_order = !suffix.empty();
       c->threads = threads;
       progress_.Step("preparing " + c->name);
       if (std::string refusal = memory_.ForLibrary(); !refusal.empty()) {
@@ -561,6 +563,8 @@ struct BenchReport {
   const Contender* best_baseline = nullptr;  // the best library or textbook kernel
   const Contender* best_own = nullptr;       // in the caller's order
   const Contender* best_own_in_tuned_order = nullptr;
+  // bench --tuned-order: the best library or textbook kernel given the matrix renumbered alike.
+  const Contender* best_renumbered_baseline = nullptr;
 
   const Contender* fixed() const { return contenders->front().get(); }
   double gflops(const Contender& c) const { return flops / c.time.median_ms / 1e6; }
@@ -575,6 +579,10 @@ void FindBest(BenchReport& r) {
     if (!c->verified) continue;
     if (c->kind == "sparsetune") {
       keep_best(c->tuned_order ? r.best_own_in_tuned_order : r.best_own, c.get());
+      continue;
+    }
+    if (c->tuned_order) {
+      keep_best(r.best_renumbered_baseline, c.get());
       continue;
     }
     keep_best(c->kind == "hand" ? r.best_hand : r.best_library, c.get());
@@ -670,6 +678,11 @@ nlohmann::json ReportJson(const BenchReport& r) {
     if (r.best_baseline)
       out["speedup_in_tuned_order_vs_best_baseline"] =
           r.best_baseline->time.median_ms / tuned->time.median_ms;
+    if (const Contender* renumbered = r.best_renumbered_baseline) {
+      out["best_renumbered_baseline"] = renumbered->name;
+      out["speedup_in_tuned_order_vs_best_renumbered_baseline"] =
+          renumbered->time.median_ms / tuned->time.median_ms;
+    }
   }
   return out;
 }
@@ -791,6 +804,13 @@ void PrintTable(const BenchReport& r) {
         "method that converts its vectors once; the baselines keep the caller's order\n",
         tuned->name.c_str(), r.best_baseline->name.c_str(),
         r.best_baseline->time.median_ms / tuned->time.median_ms);
+    if (const Contender* renumbered = r.best_renumbered_baseline) {
+      std::printf(
+          "  best sparsetune in the tuned order (%s) vs best baseline given the matrix renumbered "
+          "alike (%s): %.2fx\n",
+          tuned->name.c_str(), renumbered->name.c_str(),
+          renumbered->time.median_ms / tuned->time.median_ms);
+    }
   }
   std::printf("  sparsetune's kernels: [%s]\n", r.jit_flags.c_str());
   for (const auto& c : *r.contenders) {
@@ -820,6 +840,37 @@ void PrintTable(const BenchReport& r) {
   }
 }
 
+// The matrix renumbered by the ordering of the first contender called in its tuned order (the
+// winner of `tune --tuned-order`, else a --schedule file), with dense inputs and a reference of
+// its own; no runner when none of them renumbers.
+struct RenumberedOperands {
+  std::unique_ptr<CooTensor> tensor;
+  std::unique_ptr<KernelRunner> runner;
+  BaselineOperands operands;
+  std::string suffix;  // "@degree": the contenders' names on it
+};
+
+RenumberedOperands RenumberForTheTunedOrder(const std::vector<NamedSchedule>& schedules,
+                                            const BaselineOperands& operands, Jit& jit) {
+  RenumberedOperands out;
+  const auto ordered = std::find_if(schedules.begin(), schedules.end(), [](const NamedSchedule& s) {
+    return s.tuned_order && s.schedule.ordering != OrderingKind::kNone;
+  });
+  if (ordered == schedules.end()) return out;
+  const OrderingKind kind = ordered->schedule.ordering;
+  const CooTensor& tensor = *operands.sparse;
+  if (!OrderingRefusal(tensor, kind).empty()) return out;
+  out.tensor = std::make_unique<CooTensor>(PermuteMatrix(tensor, ComputeOrdering(tensor, kind)));
+  out.runner = std::make_unique<KernelRunner>(*operands.expression, *out.tensor, operands.sizes,
+                                              operands.dtype, jit);
+  out.runner->reference();  // computed first, as the caller's order's
+  out.operands = operands;
+  out.operands.sparse = out.tensor.get();
+  out.operands.inputs = &out.runner->inputs();
+  out.suffix = std::string("@") + OrderingName(kind);
+  return out;
+}
+
 void RunBench(const BenchOptions& o) {
   ResolvedKernel k = ResolveKernel(o.kernel);
   if (o.libraries && !HasBaselines(k.name))
@@ -847,10 +898,17 @@ void RunBench(const BenchOptions& o) {
   operands.jit = &jit;
   std::vector<std::unique_ptr<Baseline>> libraries;  // each contest's own
   if (o.libraries) libraries = MakeBaselines(operands);
+  // A kernel called in its tuned order is compared with the libraries given the matrix
+  // renumbered by the same ordering, as a caller who renumbers the graph once would hand it to
+  // them: they profit from the ordering too.
+  const RenumberedOperands renumbered =
+      o.libraries ? RenumberForTheTunedOrder(schedules, operands, jit) : RenumberedOperands{};
+  std::vector<std::unique_ptr<Baseline>> renumbered_libraries;
+  if (renumbered.runner) renumbered_libraries = MakeBaselines(renumbered.operands);
 
   // Progress on stderr: each contender as it is prepared (packed, compiled, verified), each
   // contest's timing, the probes.
-  const size_t count = schedules.size() + libraries.size();
+  const size_t count = schedules.size() + libraries.size() + renumbered_libraries.size();
   BenchProgress progress(int64_t(o.contests * (count + 1) + 1));
   std::vector<std::vector<std::unique_ptr<Contender>>> contests;
   std::vector<TimingResult> checks;
@@ -858,15 +916,21 @@ void RunBench(const BenchOptions& o) {
   for (int contest = 0; contest < o.contests; ++contest) {
     // Everything is prepared anew, the libraries' matrices too, and freed before the next.
     if (contest > 0 && o.libraries) libraries = MakeBaselines(operands);
-    MemoryGuard memory(tensor, runner, libraries.size());
+    if (contest > 0 && renumbered.runner) renumbered_libraries = MakeBaselines(renumbered.operands);
+    MemoryGuard memory(tensor, runner, libraries.size() + renumbered_libraries.size());
     ContenderPreparation preparation(runner, memory, progress, count);
     preparation.Schedules(schedules, /*leading=*/true, threads, o.threads_given, jit_flags);
-    preparation.Libraries(libraries, threads);
+    preparation.Libraries(libraries, schedules.size(), runner.reference(), "", threads);
+    if (renumbered.runner) {
+      preparation.Libraries(renumbered_libraries, schedules.size() + libraries.size(),
+                            renumbered.runner->reference(), renumbered.suffix, threads);
+    }
     preparation.Schedules(schedules, /*leading=*/false, threads, o.threads_given, jit_flags);
     // Only verified contenders are timed, all together.
     checks.push_back(TimeContenders(preparation.contenders(), o.min_ms, contest + 1, progress));
     contests.push_back(std::move(preparation.contenders()));
     libraries.clear();
+    renumbered_libraries.clear();
     probes.push_back(BandwidthProbeGbs(threads));
   }
   BenchReport report;
@@ -918,8 +982,9 @@ void RegisterBench(CLI::App& app, Context& context) {
   sub->add_flag("--tuned-order", o->tuned_order,
                 "Also the winner stored by `tune --tuned-order` (tuned@tuned-order), and the "
                 "--schedule files, called in their tuned order as an iterative method calls "
-                "them: vectors converted once, no permutation a call (the libraries and the "
-                "other contenders keep the caller's order)");
+                "them (vectors converted once, no permutation a call), beside the baselines "
+                "given the matrix renumbered by its ordering (graphblas@degree...), as a caller "
+                "who renumbers the graph once would hand it to them");
   sub->add_flag("--no-libraries{false}", o->libraries,
                 "Only sparsetune's kernels (no libraries, no textbook kernels)");
   AddDatabaseOption(sub, o->db);

@@ -133,6 +133,16 @@ TEST(JsonSchemas, BenchMatches) {
                                   "--no-libraries", "--db", dir.File("b.db"), "--json"},
                                  "bench.schema.json");
   EXPECT_GT(out["results"].size(), 1u);
+  // In the tuned order: the winner of tune --tuned-order beside the rest.
+  const std::string db = dir.File("tuned_order.db");
+  ASSERT_EQ(RunCli({"tune", kExample, "--kernel", "spmv", "--db", db, "--tuned-order", "--no-model",
+                    "--samples", "0"})
+                .exit_code,
+            0);
+  const auto tuned = ExpectMatches({"bench", kExample, "--kernel", "spmv", "--min-ms", "1",
+                                    "--no-libraries", "--db", db, "--tuned-order", "--json"},
+                                   "bench.schema.json");
+  EXPECT_EQ(tuned["best_sparsetune_in_tuned_order"], "tuned@tuned-order");
 }
 
 }  // namespace

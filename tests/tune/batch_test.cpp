@@ -388,6 +388,36 @@ TEST(BatchCli, ABadFileIsReportedAndTheBatchGoesOn) {
   EXPECT_EQ(nlohmann::json::parse(good.out)["from_db"], 2);
 }
 
+// --tuned-order tunes every matrix for calls in its tuned order and stores those winners apart:
+// query --tuned-order answers them, a rerun finds them, and the caller's order is still to tune.
+TEST(BatchCli, TheTunedOrderIsTunedAndStoredApart) {
+  if (!HaveSharedData()) GTEST_SKIP() << "no shared datasets under " << kShared;
+  TempDir dir;
+  const std::string folder = dir.path() + "/m";
+  CopyMatrices(folder, {"bcspwr01", "cage5"});
+  const std::string db = dir.path() + "/t.db";
+  const auto r =
+      RunCli(Concat({"batch", folder, "--db", db, "--tuned-order", "--json"}, kFastTune));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(report["tuned_order"].get<bool>());
+  EXPECT_EQ(report["tuned"], 2);
+  for (const auto& name : {"bcspwr01", "cage5"}) {
+    const std::string file = folder + "/" + name + ".mtx";
+    EXPECT_EQ(RunCli({"query", file, "--kernel", "spmv", "--db", db, "--tuned-order"}).exit_code, 0)
+        << name;
+    EXPECT_EQ(RunCli({"query", file, "--kernel", "spmv", "--db", db}).exit_code, 1) << name;
+  }
+  const auto again =
+      RunCli(Concat({"batch", folder, "--db", db, "--tuned-order", "--json"}, kFastTune));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["from_db"], 2);
+  const auto caller = RunCli(Concat({"batch", folder, "--db", db, "--json"}, kFastTune));
+  ASSERT_EQ(caller.exit_code, 0) << caller.err;
+  EXPECT_FALSE(nlohmann::json::parse(caller.out)["tuned_order"].get<bool>());
+  EXPECT_EQ(nlohmann::json::parse(caller.out)["tuned"], 2);
+}
+
 TEST(BatchCli, UsageErrorsEndTheCommand) {
   if (!HaveSharedData()) GTEST_SKIP() << "no shared datasets under " << kShared;
   TempDir dir;
