@@ -3,6 +3,7 @@
 // one), and the winners as plain JSON lines for other tools.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -63,7 +64,10 @@ void RunStats(const DbOptions& o) {
   std::printf("machines      %lld\n", (long long)s.machines);
   const std::vector<KernelStats> kernels = db->KernelStatistics();
   if (kernels.empty()) return;
-  std::printf("\n%-12s %9s %13s %9s  %s\n", "kernel", "matrices", "measurements", "failures",
+  // As wide as the longest key ("spmv@tuned-order", "expr:..."), so the counts line up.
+  int width = 12;
+  for (const auto& k : kernels) width = std::max(width, static_cast<int>(k.kernel.size()));
+  std::printf("\n%-*s %9s %13s %9s  %s\n", width, "kernel", "matrices", "measurements", "failures",
               "by reason");
   for (const auto& k : kernels) {
     int64_t failures = 0;
@@ -72,7 +76,7 @@ void RunStats(const DbOptions& o) {
       failures += count;
       reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
     }
-    std::printf("%-12s %9lld %13lld %9lld  %s\n", k.kernel.c_str(), (long long)k.matrices,
+    std::printf("%-*s %9lld %13lld %9lld  %s\n", width, k.kernel.c_str(), (long long)k.matrices,
                 (long long)k.measurements, (long long)failures, reasons.c_str());
   }
 }

@@ -62,6 +62,7 @@ std::string FormatKey(const StorageFormat& f) {
   }
   return key + "ordering" + OrderingName(f.ordering);
 }
+
 // Moves a dense tensor (row-major over `indices`) into the tuned order or back out of it:
 // along each index the operand renumbers (old_of_new not null), element n of the tuned copy is
 // element old_of_new[n] of the caller's.
