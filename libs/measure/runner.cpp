@@ -331,12 +331,14 @@ PreparedKernel KernelRunner::Prepare(const Schedule& input_schedule, const RunOp
   // kernel skips its permutations; a dense output comes back renumbered.
   bool output_renumbered = false;
   if (options.tuned_order && packed.ordering) {
-    auto tuned = std::make_shared<std::vector<ValueBuffer>>(inputs_);
+    // Only the renumbered inputs are copied; the others are read where they are.
+    auto tuned = std::make_shared<std::vector<ValueBuffer>>(inputs_.size());
     for (size_t t = 1; t < expression_.tensors.size(); ++t) {
       const auto& indices = expression_.tensors[t].indices;
       if (static_cast<int>(t) == expression_.sparse ||
           !Renumbered(expression_, indices, args.old_of_new))
         continue;
+      (*tuned)[t] = ValueBuffer(dtype_, inputs_[t].size());
       ConvertTunedOrder(expression_, indices, sizes_, args.old_of_new, inputs_[t], (*tuned)[t],
                         true);
       args.inputs[t] = (*tuned)[t].data();
