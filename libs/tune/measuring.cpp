@@ -102,6 +102,28 @@ std::vector<OrderingKind> OrderingsToTry(const KernelRunner& runner,
   return out;
 }
 
+// Measures schedules[again] (again[0] the drift anchor) side by side once more and puts their
+// times in `results`, scaled to the frame of the anchor's earlier time, which is kept.
+void MeasureAgain(KernelRunner& runner, const std::vector<Schedule>& schedules,
+                  const std::vector<size_t>& again, Jit& jit, const ContestOptions& contest,
+                  const ContestObserver& observer, std::vector<RunResult>& results) {
+  std::vector<Schedule> subset;
+  ContestOptions round = contest;
+  round.timed_in_full.clear();
+  for (size_t k = 0; k < again.size(); ++k) {
+    subset.push_back(schedules[again[k]]);
+    if (std::count(contest.timed_in_full.begin(), contest.timed_in_full.end(), again[k]))
+      round.timed_in_full.push_back(k);
+  }
+  round.drift_anchor = 0;
+  const std::vector<RunResult> remeasured = MeasureTogether(runner, subset, jit, round, observer);
+  const double scale = DriftScale(results[again[0]], remeasured[0]);
+  for (size_t k = 1; k < again.size(); ++k) {
+    results[again[k]] = remeasured[k];
+    ScaleForDrift(results[again[k]], scale);
+  }
+}
+
 // Measures `schedules` side by side, again while the times look disturbed (up to
 // kMeasureAttempts in all); the attempts made and why the times stayed disturbed ("" if not).
 std::vector<RunResult> MeasureUndisturbed(
@@ -113,8 +135,20 @@ std::vector<RunResult> MeasureUndisturbed(
   *disturbance = DisturbanceOf(results);
   while (!disturbance->empty() && options.on_busy != BusyPolicy::kIgnore &&
          *attempts < kMeasureAttempts) {
-    if (progress.stage) progress.stage("measuring again (" + *disturbance + ")");
-    results = MeasureTogether(runner, schedules, jit, contest, observer);
+    const size_t anchor = contest.drift_anchor.value_or(0);
+    const std::vector<size_t> again = SchedulesToMeasureAgain(results, anchor);
+    if (progress.stage)
+      progress.stage("measuring " +
+                     (again.size() == schedules.size()
+                          ? std::string("again")
+                          : std::to_string(again.size()) + " of " +
+                                std::to_string(schedules.size()) + " again") +
+                     " (" + *disturbance + ")");
+    if (again.size() == schedules.size()) {
+      results = MeasureTogether(runner, schedules, jit, contest, observer);
+    } else {
+      MeasureAgain(runner, schedules, again, jit, contest, observer, results);
+    }
     ++*attempts;
     *disturbance = DisturbanceOf(results);
   }
@@ -438,6 +472,24 @@ BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what) {
   if (text == "ignore") return BusyPolicy::kIgnore;
   throw InputError(what + ": expected \"fail\", \"store\" or \"ignore\", not \"" +
                    text.substr(0, 40) + "\"");
+}
+
+std::vector<size_t> SchedulesToMeasureAgain(const std::vector<RunResult>& results, size_t anchor) {
+  std::vector<size_t> everyone(results.size());
+  for (size_t s = 0; s < results.size(); ++s) everyone[s] = s;
+  if (anchor >= results.size() || !results[anchor].ok() || results[anchor].time.disturbed)
+    return everyone;
+  std::vector<size_t> again{anchor};
+  const bool twins_disagree =
+      results.size() > 1 &&
+      !TwinDisagreement(results.front(), results.back(), kTuneTwinLimit, kTuneTwinExcessMs).empty();
+  for (size_t s = 0; s < results.size(); ++s) {
+    if (s == anchor) continue;
+    const bool twin = s == 0 || s == results.size() - 1;
+    if ((results[s].ok() && results[s].time.disturbed) || (twins_disagree && twin))
+      again.push_back(s);
+  }
+  return again.size() == results.size() ? everyone : again;
 }
 
 BusyPolicy BusyPolicyFromEnvironment() {

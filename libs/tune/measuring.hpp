@@ -138,6 +138,14 @@ double FinalRoundDrift(const std::vector<RunResult>& first_round,
 std::string TwinDisagreement(const RunResult& first, const RunResult& second, double relative_limit,
                              double excess_ms);
 
+// After a contest whose times stayed disturbed, the schedules to measure again, `anchor` (the
+// drift anchor) first: every schedule of a group whose timing stayed disturbed, and both FixedCSR
+// twins (the first and the last) when they disagree; every schedule, in order, when the anchor's
+// own time was disturbed or did not run, since the others' times are scaled to it. A machine
+// that moves its threads between near and far cores disturbs a group now and then, and measuring
+// every group again cost a tune of a hundred candidates 20 minutes a time.
+std::vector<size_t> SchedulesToMeasureAgain(const std::vector<RunResult>& results, size_t anchor);
+
 // One candidate's line of a tune report.
 struct TuneCandidateResult {
   std::string schedule_json;

@@ -31,6 +31,49 @@ TEST(Twins, DifferencesWithinTheTimersGrainAreNoise) {
   EXPECT_NE(TwinDisagreement(Timed(0.010), Timed(0.0130), 0.10, 0.002), "");
 }
 
+RunResult Disturbed(double median_ms) {
+  RunResult r = Timed(median_ms);
+  r.time.disturbed = true;
+  r.time.disturbance = "the threads ran in two placements";
+  return r;
+}
+
+// A contest of FixedCSR (the anchor), four candidates and FixedCSR's repeat.
+std::vector<RunResult> Contest(std::vector<RunResult> middle) {
+  std::vector<RunResult> results{Timed(1.0)};
+  results.insert(results.end(), middle.begin(), middle.end());
+  results.push_back(Timed(1.02));
+  return results;
+}
+
+TEST(MeasuringAgain, OnlyTheDisturbedGroupsAreMeasuredAgainBesideTheAnchor) {
+  const auto results = Contest({Timed(0.5), Disturbed(0.9), Timed(0.7), Disturbed(0.6)});
+  EXPECT_EQ(SchedulesToMeasureAgain(results, 0), (std::vector<size_t>{0, 2, 4}));
+}
+
+TEST(MeasuringAgain, TwinsThatDisagreeAreBothMeasuredAgain) {
+  auto results = Contest({Timed(0.5), Timed(0.9), Disturbed(0.7), Timed(0.6)});
+  results.back() = Timed(2.5);
+  EXPECT_EQ(SchedulesToMeasureAgain(results, 0), (std::vector<size_t>{0, 3, 5}));
+}
+
+TEST(MeasuringAgain, ADisturbedAnchorMeansEverythingIsMeasuredAgain) {
+  auto results = Contest({Timed(0.5), Disturbed(0.9), Timed(0.7), Timed(0.6)});
+  results.front().time.disturbed = true;
+  EXPECT_EQ(SchedulesToMeasureAgain(results, 0), (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+  RunResult failed = Timed(1.0);
+  failed.status = RunStatus::kTimedOut;
+  results.front() = failed;
+  EXPECT_EQ(SchedulesToMeasureAgain(results, 0).size(), results.size());
+}
+
+TEST(MeasuringAgain, CandidatesThatDidNotRunAreNotRetried) {
+  RunResult failed = Disturbed(0.9);
+  failed.status = RunStatus::kWrongResult;
+  const auto results = Contest({Timed(0.5), failed, Disturbed(0.7), Timed(0.6)});
+  EXPECT_EQ(SchedulesToMeasureAgain(results, 0), (std::vector<size_t>{0, 3}));
+}
+
 TEST(Twins, ATwinThatDidNotRunSaysNothing) {
   RunResult failed = Timed(5.0);
   failed.status = RunStatus::kTimedOut;
