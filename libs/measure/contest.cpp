@@ -11,31 +11,6 @@
 
 namespace sparsetune {
 
-namespace {
-
-// Scales each group's times by DriftScale of the drift anchor's median over the groups and its
-// median in that group; the anchor's result is its timing in the group of median speed.
-void CorrectDrift(size_t anchor, const std::vector<TimingResult>& anchor_times,
-                  const std::vector<size_t>& group_of, std::vector<RunResult>& results) {
-  if (anchor_times.empty()) return;
-  std::vector<double> medians;
-  for (const TimingResult& t : anchor_times) medians.push_back(t.median_ms);
-  const size_t typical = MedianContestIndex(medians);
-  const double reference = medians[typical];
-  results[anchor].time = anchor_times[typical];
-  for (const TimingResult& t : anchor_times) {
-    if (!t.timed_out) continue;
-    results[anchor].status = RunStatus::kTimedOut;
-    results[anchor].message = "a run took " + std::to_string(t.max_ms) + " ms, over the limit";
-  }
-  for (size_t s = 0; s < results.size(); ++s) {
-    if (s == anchor || group_of[s] == SIZE_MAX) continue;
-    ScaleForDrift(results[s], DriftScale(reference, medians[group_of[s]]));
-  }
-}
-
-}  // namespace
-
 double DriftScale(double reference_ms, double anchor_ms) {
   if (!(reference_ms > 0) || !(anchor_ms > 0)) return 1;
   const bool drifted =
@@ -54,6 +29,34 @@ void ScaleForDrift(RunResult& result, double scale) {
   result.time.min_ms *= scale;
   result.time.max_ms *= scale;
   result.time.drift_scale *= scale;
+}
+
+void CorrectDrift(size_t anchor, const std::vector<TimingResult>& anchor_times,
+                  const std::vector<size_t>& group_of, std::vector<RunResult>& results) {
+  if (anchor_times.empty()) return;
+  std::vector<size_t> counted;
+  for (size_t g = 0; g < anchor_times.size(); ++g) {
+    if (!anchor_times[g].disturbed) counted.push_back(g);
+  }
+  if (counted.empty()) {
+    for (size_t g = 0; g < anchor_times.size(); ++g) counted.push_back(g);
+  }
+  std::vector<double> counted_medians;
+  for (size_t g : counted) counted_medians.push_back(anchor_times[g].median_ms);
+  const size_t typical = counted[MedianContestIndex(counted_medians)];
+  std::vector<double> medians;
+  for (const TimingResult& t : anchor_times) medians.push_back(t.median_ms);
+  const double reference = medians[typical];
+  results[anchor].time = anchor_times[typical];
+  for (const TimingResult& t : anchor_times) {
+    if (!t.timed_out) continue;
+    results[anchor].status = RunStatus::kTimedOut;
+    results[anchor].message = "a run took " + std::to_string(t.max_ms) + " ms, over the limit";
+  }
+  for (size_t s = 0; s < results.size(); ++s) {
+    if (s == anchor || group_of[s] == SIZE_MAX) continue;
+    ScaleForDrift(results[s], DriftScale(reference, medians[group_of[s]]));
+  }
 }
 
 double LargestDriftCorrection(const std::vector<RunResult>& results) {

@@ -26,7 +26,8 @@ struct ContestOptions {
   // Groups are timed one after another, and a virtual machine's speed drifts between them
   // (every contender 10-35% slower a minute later, memory-bound kernels alike), which
   // interleaving within a group cannot cancel. Each group's times are scaled by DriftScale of the
-  // anchor's median over the groups and its median in that group.
+  // anchor's median over the groups (over the undisturbed ones, when any is) and its median in
+  // that group.
   std::optional<size_t> drift_anchor;
 };
 
@@ -43,6 +44,14 @@ double DriftScale(const RunResult& reference, const RunResult& anchor);
 // A verified time scaled for drift (its median, fastest and slowest run; drift_scale says by
 // how much in all).
 void ScaleForDrift(RunResult& result, double scale);
+
+// Scales the times of each group's members (group_of[s], SIZE_MAX for none) by DriftScale of
+// the drift anchor's median over the groups and its median in that group (anchor_times[g]);
+// the anchor's result becomes its timing in the group of median speed. Groups whose timing was
+// disturbed count only when all were: a caller measures those again beside the anchor and
+// scales them to its undisturbed time.
+void CorrectDrift(size_t anchor, const std::vector<TimingResult>& anchor_times,
+                  const std::vector<size_t>& group_of, std::vector<RunResult>& results);
 
 // How far the largest drift correction among verified results moved a time, as a share of it
 // (a scale of 0.8 or of 1.25 both count as 0.25): 0 when none was scaled.

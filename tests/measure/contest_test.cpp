@@ -152,6 +152,34 @@ TEST_F(Contest, TheDriftAnchorIsTimedInEveryGroup) {
   EXPECT_DOUBLE_EQ(LargestDriftCorrection(results), largest);
 }
 
+// The anchor's time in a disturbed group is no reference: the members of the steady groups are
+// scaled to the anchor's median among those alone, and the anchor reports one of their timings.
+TEST(DriftCorrection, TheReferenceComesFromTheUndisturbedGroups) {
+  std::vector<TimingResult> anchor_times(3);
+  anchor_times[0].median_ms = 10;
+  anchor_times[1].median_ms = 30;  // a disturbed group, the anchor three times slower there
+  anchor_times[1].disturbed = true;
+  anchor_times[2].median_ms = 12;
+  std::vector<RunResult> results(4);
+  for (RunResult& r : results) r.time.median_ms = 5;
+  const std::vector<size_t> group_of{SIZE_MAX, 0, 1, 2};
+  CorrectDrift(0, anchor_times, group_of, results);
+  // Of the steady 10 and 12, the slower middle: 12 ms is the reference.
+  EXPECT_DOUBLE_EQ(results[0].time.median_ms, 12);
+  EXPECT_DOUBLE_EQ(results[1].time.median_ms, 5 * 12.0 / 10);
+  EXPECT_DOUBLE_EQ(results[2].time.median_ms, 5 * 12.0 / 30);
+  EXPECT_DOUBLE_EQ(results[3].time.median_ms, 5);
+  EXPECT_FALSE(results[0].time.disturbed);
+
+  // All disturbed: the median over all of them, and the anchor reports a disturbed timing.
+  for (TimingResult& t : anchor_times) t.disturbed = true;
+  std::vector<RunResult> all(4);
+  for (RunResult& r : all) r.time.median_ms = 5;
+  CorrectDrift(0, anchor_times, group_of, all);
+  EXPECT_DOUBLE_EQ(all[0].time.median_ms, 12);
+  EXPECT_TRUE(all[0].time.disturbed);
+}
+
 TEST(DriftCorrection, CountsAScaleEitherWayFromOneAndIgnoresFailedRuns) {
   std::vector<RunResult> results(3);
   for (RunResult& r : results) r.status = RunStatus::kOk;
