@@ -420,9 +420,9 @@ BatchReport RunBatch(const BatchRequest& request, const BatchProgress& progress)
                            std::to_string(attempt) + ", after the cores were busy";
         } catch (const MachineBusyError& e) {
           row.status = BatchStatus::kBusy;
-          row.message = e.what();
+          row.message = e.cause();
           if (attempt <= request.busy_retries) {
-            if (progress.busy) progress.busy(e.what(), request.busy_wait_s, attempt + 1);
+            if (progress.busy) progress.busy(e.cause(), request.busy_wait_s, attempt + 1);
             std::this_thread::sleep_for(std::chrono::duration<double>(request.busy_wait_s));
             continue;
           }

@@ -152,11 +152,15 @@ std::vector<RunResult> MeasureUndisturbed(
     ++*attempts;
     *disturbance = DisturbanceOf(results);
   }
-  if (!disturbance->empty() && options.on_busy == BusyPolicy::kFail)
-    throw MachineBusyError("the times were disturbed while measuring " + options.path + " (" +
-                           *disturbance + ", after measuring " + std::to_string(*attempts) +
-                           " times): nothing was stored; tune again on a quiet machine, or "
-                           "store it anyway with --on-busy store");
+  if (!disturbance->empty() && options.on_busy == BusyPolicy::kFail) {
+    const std::string cause = "the times were disturbed while measuring " + options.path + " (" +
+                              *disturbance + ", after measuring " + std::to_string(*attempts) +
+                              " times)";
+    throw MachineBusyError(cause +
+                               ": nothing was stored; tune again on a quiet machine, or store it "
+                               "anyway with --on-busy store",
+                           cause);
+  }
   return results;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jit/jit.hpp"
@@ -32,7 +33,14 @@ BusyPolicy ParseBusyPolicy(const std::string& text, const std::string& what);
 // The command ends with exit code 3 (its environment failed it).
 class MachineBusyError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // `cause`: why the times stayed disturbed and after how many measurements, without the
+  // advice of `message`, which is tune's (batch gives its own).
+  MachineBusyError(const std::string& message, std::string cause)
+      : std::runtime_error(message), cause_(std::move(cause)) {}
+  const std::string& cause() const { return cause_; }
+
+ private:
+  std::string cause_;
 };
 
 // What a long tune tells its caller while it runs.
