@@ -64,6 +64,41 @@ bool HasWinner(BatchStatus status) {
   return status == BatchStatus::kTuned || status == BatchStatus::kFromDb;
 }
 
+// One attempt at tuning item into row; a failure is recorded in row, except MachineBusyError
+// (the times stayed disturbed), which the caller may answer by trying again.
+void TuneItem(const BatchRequest& request, const BatchItem& item, const BatchProgress& progress,
+              Database& db, BatchRow* row) {
+  try {
+    TuneRequest tune = request.tune;
+    tune.path = item.path;
+    tune.emit_dir.clear();
+    TuneProgress tune_progress;
+    tune_progress.stage = progress.stage;
+    const TuneReport result = Tune(tune, tune_progress);
+    row->status = result.from_db ? BatchStatus::kFromDb : BatchStatus::kTuned;
+    row->winner_ms = result.winner_ms;
+    row->fixed_csr_ms = result.fixed_csr_ms;
+    row->speedup = result.speedup_vs_fixed_csr();
+    row->message.clear();
+    for (const auto& warning : result.input_warnings)
+      row->message += (row->message.empty() ? "" : "; ") + warning;
+    if (const auto matrix = db.FindMatrix(result.fingerprint)) row->nnz = matrix->nnz;
+  } catch (const MachineBusyError&) {
+    throw;
+  } catch (const InputError& e) {
+    row->status = BatchStatus::kFailed;
+    row->message = e.what();
+  } catch (const std::bad_alloc&) {
+    row->status = BatchStatus::kFailed;
+    row->message = "out of memory";
+    row->internal_error = true;
+  } catch (const std::exception& e) {
+    row->status = BatchStatus::kFailed;
+    row->message = e.what();
+    row->internal_error = true;
+  }
+}
+
 }  // namespace
 
 std::vector<CatalogEntry> ReadCatalog(const std::string& path) {
@@ -352,45 +387,6 @@ std::vector<BatchItem> ResolveBatchItems(const BatchRequest& request) {
   }
   return SelectShard(items, request.shard);
 }
-
-namespace {
-
-// One attempt at tuning item into row; a failure is recorded in row, except MachineBusyError
-// (the times stayed disturbed), which the caller may answer by trying again.
-void TuneItem(const BatchRequest& request, const BatchItem& item, const BatchProgress& progress,
-              Database& db, BatchRow* row) {
-  try {
-    TuneRequest tune = request.tune;
-    tune.path = item.path;
-    tune.emit_dir.clear();
-    TuneProgress tune_progress;
-    tune_progress.stage = progress.stage;
-    const TuneReport result = Tune(tune, tune_progress);
-    row->status = result.from_db ? BatchStatus::kFromDb : BatchStatus::kTuned;
-    row->winner_ms = result.winner_ms;
-    row->fixed_csr_ms = result.fixed_csr_ms;
-    row->speedup = result.speedup_vs_fixed_csr();
-    row->message.clear();
-    for (const auto& warning : result.input_warnings)
-      row->message += (row->message.empty() ? "" : "; ") + warning;
-    if (const auto matrix = db.FindMatrix(result.fingerprint)) row->nnz = matrix->nnz;
-  } catch (const MachineBusyError&) {
-    throw;
-  } catch (const InputError& e) {
-    row->status = BatchStatus::kFailed;
-    row->message = e.what();
-  } catch (const std::bad_alloc&) {
-    row->status = BatchStatus::kFailed;
-    row->message = "out of memory";
-    row->internal_error = true;
-  } catch (const std::exception& e) {
-    row->status = BatchStatus::kFailed;
-    row->message = e.what();
-    row->internal_error = true;
-  }
-}
-
-}  // namespace
 
 BatchReport RunBatch(const BatchRequest& request, const BatchProgress& progress) {
   const auto start = Clock::now();
