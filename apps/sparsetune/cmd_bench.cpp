@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -179,6 +180,10 @@ struct Contender {
   // sparsetune's contenders: the schedule it ran, so that a heuristic_N or the stored winner can
   // be read, run or stored again (null for libraries and textbook kernels).
   nlohmann::json schedule;
+  // The contender whose kernel this one is, to the byte and on as many threads: it was timed
+  // once, under that name, and shares its times ("" and -1: timed on its own).
+  std::string same_as;
+  int same_as_index = -1;
   TimingResult time;               // of its median contest
   std::vector<double> contest_ms;  // each contest's median, in the order they ran
 };
@@ -209,7 +214,39 @@ struct NamedSchedule {
   Schedule schedule;
   bool as_stored = false;
   bool tuned_order = false;  // called in its tuned order (RunOptions::tuned_order)
+  int same_as = -1;          // the index of an identical contender timed in its place
 };
+
+// FixedCSR and the schedules as stored are prepared first (ContenderPreparation), so that what
+// memory cannot hold is the least telling.
+bool Leading(const NamedSchedule& named) {
+  return named.name == "fixed_csr" || named.as_stored;
+}
+
+// The threads a schedule runs on: its own count as stored, unless --threads was given.
+int RunsOn(const NamedSchedule& named, int threads, bool threads_given) {
+  const int runs_on = named.as_stored && !threads_given ? named.schedule.threads : threads;
+  return runs_on > 0 ? runs_on : HardwareThreads();
+}
+
+// A rule and the stored winner are often the same schedule: timing the one kernel twice would
+// put two draws of the machine's noise in the table as if they were two kernels. Each repeat
+// (the same schedule, order and thread count) points at the one timed: the first leading one,
+// else the first.
+void MarkRepeatedKernels(std::vector<NamedSchedule>& schedules, int threads, bool threads_given) {
+  std::map<std::string, int> timed;
+  for (const bool leading : {true, false}) {
+    for (size_t s = 0; s < schedules.size(); ++s) {
+      NamedSchedule& named = schedules[s];
+      if (Leading(named) != leading) continue;
+      nlohmann::json key = named.schedule.ToJson();
+      key["parallel"].erase("threads");  // the count it runs on stands in
+      key["bench"] = {RunsOn(named, threads, threads_given), named.tuned_order};
+      const auto [first, inserted] = timed.emplace(key.dump(), int(s));
+      if (!inserted) named.same_as = first->second;
+    }
+  }
+}
 
 // sparsetune's contenders, named for the table, from the candidate sources tune uses: FixedCSR,
 // the library rules, Scorch's schedule, GroupCOO; then the stored winner, the given schedules
@@ -377,13 +414,21 @@ class ContenderPreparation {
     for (size_t s = 0; s < schedules.size(); ++s) {
       const NamedSchedule& named = schedules[s];
       if (Leading(named) != leading) continue;
-      progress_.Step("preparing " + named.name);
       auto& c = contenders_[s] = std::make_unique<Contender>();
       c->name = named.name;
       c->kind = "sparsetune";
       c->schedule = named.schedule.ToJson();
       c->version = "sparsetune";
       c->flags = jit_flags;
+      c->threads = RunsOn(named, threads, threads_given);
+      if (named.as_stored) c->stored_threads = named.schedule.threads;
+      if (named.same_as >= 0) {
+        c->same_as = schedules[named.same_as].name;
+        c->same_as_index = named.same_as;
+        progress_.Step(named.name + " is the kernel of " + c->same_as + ": timed once");
+        continue;
+      }
+      progress_.Step("preparing " + named.name);
       // FixedCSR, the table's yardstick, is always tried.
       const bool always = named.name == "fixed_csr";
       if (std::string refusal = always ? "" : memory_.ForSchedule(leading); !refusal.empty()) {
@@ -403,9 +448,6 @@ class ContenderPreparation {
       // Preparing the operand: renumbering rows and columns (ordered schedules) and packing.
       c->prepare_ms = p.result().pack_ms + p.result().ordering_ms;
       c->ordering_ms = p.result().ordering_ms;
-      const int runs_on = options.threads >= 0 ? options.threads : named.schedule.threads;
-      c->threads = runs_on > 0 ? runs_on : HardwareThreads();
-      if (named.as_stored) c->stored_threads = named.schedule.threads;
       if (!c->verified) continue;  // its kernel and operands are freed here
       const int64_t output_bytes = p.output().size() * int64_t(DTypeSize(p.output().dtype()));
       if (!shared_output_ || !p.WriteOutputTo(shared_output_)) shared_output_ = p.output_buffer();
@@ -455,9 +497,6 @@ class ContenderPreparation {
   std::vector<std::unique_ptr<Contender>>& contenders() { return contenders_; }
 
  private:
-  static bool Leading(const NamedSchedule& named) {
-    return named.name == "fixed_csr" || named.as_stored;
-  }
   KernelRunner& runner_;
   MemoryGuard& memory_;
   BenchProgress& progress_;
@@ -525,6 +564,17 @@ std::vector<std::unique_ptr<Contender>> MergeContests(
     }
     merged.push_back(std::move(one));
   }
+  // A repeated kernel shares the times of the one timed in its place.
+  for (auto& one : merged) {
+    if (one->same_as_index < 0) continue;
+    const Contender& timed = *merged[one->same_as_index];
+    one->verified = timed.verified;
+    one->message = timed.message;
+    one->time = timed.time;
+    one->contest_ms = timed.contest_ms;
+    one->prepare_ms = timed.prepare_ms;
+    one->ordering_ms = timed.ordering_ms;
+  }
   std::vector<double> round_trips;
   for (const TimingResult& t : checks) round_trips.push_back(t.round_trip_ns);
   *check = checks[MedianContestIndex(round_trips)];
@@ -576,7 +626,7 @@ void FindBest(BenchReport& r) {
     if (!best || c->time.median_ms < best->time.median_ms) best = c;
   };
   for (const auto& c : *r.contenders) {
-    if (!c->verified) continue;
+    if (!c->verified || !c->same_as.empty()) continue;  // a repeat: the one timed is named
     if (c->kind == "sparsetune") {
       keep_best(c->tuned_order ? r.best_own_in_tuned_order : r.best_own, c.get());
       continue;
@@ -630,6 +680,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
                         {"threads", c->threads}};
     if (c->stored_threads >= 0) j["stored_threads"] = c->stored_threads;
     if (c->tuned_order) j["tuned_order"] = true;
+    if (!c->same_as.empty()) j["same_as"] = c->same_as;
     if (!c->schedule.is_null()) j["schedule"] = c->schedule;
     if (!c->method.empty()) j["method"] = c->method;
     if (c->verified) {
@@ -722,6 +773,11 @@ void PrintTableNotes(const BenchReport& r, const std::vector<std::string>& above
       std::printf("  %s runs as its schedule says: %s (--threads N overrides it)\n",
                   c->name.c_str(), stored.c_str());
     }
+  }
+  for (const auto& c : *r.contenders) {
+    if (!c->same_as.empty())
+      std::printf("  %s is the kernel of %s on as many threads: timed once, its times are %s's\n",
+                  c->name.c_str(), c->same_as.c_str(), c->same_as.c_str());
   }
   if (r.bytes > 0) {
     std::printf(
@@ -885,8 +941,8 @@ void RunBench(const BenchOptions& o) {
   runner.reference();  // computed first: its memory is held throughout
   const std::string jit_flags = jit.compiler_version() + " " + Jit::Flags();
 
-  const std::vector<NamedSchedule> schedules =
-      ScheduleContenders(k, tensor, sizes, o, operand.given);
+  std::vector<NamedSchedule> schedules = ScheduleContenders(k, tensor, sizes, o, operand.given);
+  MarkRepeatedKernels(schedules, threads, o.threads_given);
   BaselineOperands operands;
   operands.kernel = k.name;
   operands.expression = &k.expression;

@@ -271,5 +271,67 @@ TEST(BenchOutput, EachContenderReportsItsMedianContest) {
   EXPECT_NE(r.err.find("--contests"), std::string::npos) << r.err;
 }
 
+// A rule is often the stored winner or a given schedule: the one kernel is timed once and the
+// other name shares its times, so the table never shows two draws of noise as two kernels.
+TEST(BenchOutput, AKernelListedTwiceIsTimedOnce) {
+  TempDir dir;
+  const std::vector<std::string> bench = {"bench",          kExample,         "--kernel", "spmv",
+                                          "--db",           dir.File("b.db"), "--min-ms", "1",
+                                          "--no-libraries", "--contests",     "1",        "--json"};
+  CliResult r = RunCli(bench);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json out = nlohmann::json::parse(r.out);
+  auto without_threads = [](nlohmann::json schedule) {
+    schedule["parallel"].erase("threads");
+    return schedule;
+  };
+  // A rule that is not FixedCSR's kernel, given again as a file.
+  std::string rule;
+  for (const auto& c : out["results"]) {
+    const std::string name = c["name"];
+    if (name.rfind("heuristic_", 0) == 0 && !c.contains("same_as") &&
+        without_threads(c["schedule"]) != without_threads(Result(out, "fixed_csr")["schedule"])) {
+      rule = name;
+      break;
+    }
+  }
+  ASSERT_FALSE(rule.empty()) << r.out;
+  const std::string file = dir.File("rule.json");
+  std::ofstream(file) << Result(out, rule)["schedule"].dump();
+
+  std::vector<std::string> again = bench;
+  again.insert(again.end(), {"--schedule", file});
+  r = RunCli(again);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  out = nlohmann::json::parse(r.out);
+  // The given file comes first (it runs as stored); the rule is its repeat.
+  const nlohmann::json& given = Result(out, file);
+  const nlohmann::json& repeat = Result(out, rule);
+  EXPECT_FALSE(given.contains("same_as")) << given.dump();
+  EXPECT_EQ(repeat["same_as"], file) << repeat.dump();
+  EXPECT_TRUE(repeat["verified"].get<bool>());
+  EXPECT_EQ(repeat["time_ms"], given["time_ms"]);
+  EXPECT_EQ(repeat["contest_ms"], given["contest_ms"]);
+  EXPECT_NE(out["best_sparsetune"], rule);
+  // Every repeat names a contender with the same schedule, timed on as many threads.
+  for (const auto& c : out["results"]) {
+    if (!c.contains("same_as")) continue;
+    const nlohmann::json& timed = Result(out, c["same_as"]);
+    EXPECT_FALSE(timed.contains("same_as"));
+    EXPECT_EQ(without_threads(c["schedule"]), without_threads(timed["schedule"]));
+    EXPECT_EQ(c["threads"], timed["threads"]);
+  }
+  // The progress says so instead of preparing it.
+  EXPECT_NE(r.err.find(rule + " is the kernel of " + file + ": timed once"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("preparing " + rule + " ("), std::string::npos) << r.err;
+
+  // With --threads 1 the file and the rule run on one thread alike: still one kernel.
+  again.insert(again.end(), {"--threads", "1"});
+  r = RunCli(again);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Result(nlohmann::json::parse(r.out), rule)["same_as"], file);
+}
+
 }  // namespace
 }  // namespace sparsetune
