@@ -137,14 +137,12 @@ std::vector<RunResult> MeasureUndisturbed(
          *attempts < kMeasureAttempts) {
     const size_t anchor = contest.drift_anchor.value_or(0);
     const std::vector<size_t> again = SchedulesToMeasureAgain(results, anchor);
-    if (progress.stage)
-      progress.stage("measuring " +
-                     (again.size() == schedules.size()
-                          ? std::string("again")
-                          : std::to_string(again.size()) + " of " +
-                                std::to_string(schedules.size()) + " again") +
-                     " (" + *disturbance + ")");
-    if (again.size() == schedules.size()) {
+    const bool everything = again.size() == schedules.size();
+    std::string what = "again";
+    if (!everything)
+      what = std::to_string(again.size()) + " of " + std::to_string(schedules.size()) + " again";
+    if (progress.stage) progress.stage("measuring " + what + " (" + *disturbance + ")");
+    if (everything) {
       results = MeasureTogether(runner, schedules, jit, contest, observer);
     } else {
       MeasureAgain(runner, schedules, again, jit, contest, observer, results);
