@@ -607,6 +607,7 @@ struct BenchReport {
   double flops = 0;
   TimingResult timing_check;
   std::vector<double> contest_round_trip_ns;  // the threads' round trip in each contest
+  PlacementTally placements;                  // where the threads ran in the bench's rounds
   const std::vector<std::unique_ptr<Contender>>* contenders = nullptr;  // FixedCSR first
   const Contender* best_library = nullptr;
   const Contender* best_hand = nullptr;
@@ -666,6 +667,10 @@ nlohmann::json ReportJson(const BenchReport& r) {
   out["timing_attempts"] = r.timing_check.attempts;
   out["thread_round_trip_ns"] = r.timing_check.round_trip_ns;
   out["thread_skew"] = r.timing_check.thread_skew;
+  if (r.placements.near_rounds + r.placements.far_rounds > 0)
+    out["placements"] = {{"near_rounds", r.placements.near_rounds},
+                         {"far_rounds", r.placements.far_rounds},
+                         {"far_share", r.placements.FarShare()}};
   out["contests"] = r.contest_round_trip_ns.size();
   out["contest_round_trip_ns"] = r.contest_round_trip_ns;
   out["effective_bytes"] = r.bytes;
@@ -687,6 +692,11 @@ nlohmann::json ReportJson(const BenchReport& r) {
       j["time_ms"] = c->time.median_ms;
       j["min_ms"] = c->time.min_ms;
       j["max_ms"] = c->time.max_ms;
+      if (c->time.far_weight > 0) {
+        j["near_ms"] = c->time.near_ms;
+        j["far_ms"] = c->time.far_ms;
+        j["far_weight"] = c->time.far_weight;
+      }
       j["reps"] = c->time.reps;
       j["contest_ms"] = c->contest_ms;
       // Per call with the operand's preparation (ordering and packing, or the library's
@@ -894,6 +904,12 @@ void PrintTable(const BenchReport& r) {
         "%.2fx the fastest's time for the same work\n",
         each.c_str(), contests > 1 ? " (by contest)" : "", r.timing_check.thread_skew);
   }
+  if (r.placements.near_rounds > 0 && r.placements.far_rounds > 0)
+    std::printf(
+        "  placement  the threads shared a last-level cache in %lld timing rounds and not in "
+        "%lld: where a contest saw both, a time weighs the far rounds' median by %.0f%%\n",
+        static_cast<long long>(r.placements.near_rounds),
+        static_cast<long long>(r.placements.far_rounds), 100 * r.placements.FarShare());
 }
 
 // The matrix renumbered by the ordering of the first contender called in its tuned order (the
@@ -995,6 +1011,7 @@ void RunBench(const BenchOptions& o) {
   const std::vector<std::unique_ptr<Contender>> contenders =
       MergeContests(contests, checks, &report.timing_check);
   for (const TimingResult& t : checks) report.contest_round_trip_ns.push_back(t.round_trip_ns);
+  report.placements = ObservedPlacements();
   progress.Step("probing the FLOP rate");
   report.flop_probe = MeasureFlopRate(jit, k.dtype, threads);
   progress.Finish();
@@ -1056,8 +1073,7 @@ void RegisterBench(CLI::App& app, Context& context) {
                 "One line per contender: file, kernel, nnz, contender, kind (sparsetune, library "
                 "or hand), verified, time_ms, effective_gbs, prepare_ms, probe_gbs, gflops, "
                 "flop_probe_gflops, flop_share, version, flags, threads, disturbed (other "
-                "processes held the cores, or the threads moved between near and far cores, "
-                "while timing), contest_ms (each contest's median, separated by semicolons), "
+                "processes held the cores while timing), contest_ms (each contest's median, separated by semicolons), "
                 "after a header line "
                 "(commas in file, contender, version and flags become semicolons)");
   sub->callback([o, sub] {

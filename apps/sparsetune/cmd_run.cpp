@@ -92,6 +92,11 @@ void RunRun(const RunCommandOptions& o, Context& context) {
   out["verified"] = r.verified;
   out["max_relative_error"] = r.max_relative_error;
   out["time_ms"] = {{"median", r.time.median_ms}, {"min", r.time.min_ms}, {"max", r.time.max_ms}};
+  if (r.time.far_weight > 0) {
+    out["time_ms"]["near"] = r.time.near_ms;
+    out["time_ms"]["far"] = r.time.far_ms;
+    out["time_ms"]["far_weight"] = r.time.far_weight;
+  }
   out["reps"] = r.time.reps;
   out["disturbed"] = r.time.disturbed;
   if (r.time.disturbed) out["disturbance"] = r.time.disturbance;

@@ -188,6 +188,12 @@ void PrintReport(const TuneReport& r, bool explain) {
         "  threads     a cache line's round trip between two of them: %.0f ns; the slowest took "
         "%.2fx the fastest's time for the same work\n",
         r.thread_round_trip_ns, r.thread_skew);
+  if (r.near_rounds > 0 && r.far_rounds > 0)
+    std::printf(
+        "  placement   the threads shared a last-level cache in %lld timing rounds and not in "
+        "%lld: where a timing saw both, each time weighs the far one's by %.0f%%\n",
+        static_cast<long long>(r.near_rounds), static_cast<long long>(r.far_rounds),
+        100 * r.far_share);
   std::printf("  tune        %.2f s\n", r.tune_ms / 1000);
   for (const auto& path : r.emitted_files) std::printf("  emitted     %s\n", path.c_str());
   if (explain) {

@@ -28,6 +28,8 @@ void ScaleForDrift(RunResult& result, double scale) {
   result.time.median_ms *= scale;
   result.time.min_ms *= scale;
   result.time.max_ms *= scale;
+  result.time.near_ms *= scale;
+  result.time.far_ms *= scale;
   result.time.drift_scale *= scale;
 }
 

@@ -58,6 +58,30 @@ std::string Format(const char* format, double a, double b = 0, double c = 0, dou
   return text;
 }
 
+bool IsFar(double ns, double nearest_ns) {
+  return ns > kFarRoundTripFactor * nearest_ns && ns - nearest_ns > kFarRoundTripExcessNs;
+}
+
+std::mutex placement_mutex;
+PlacementTally placement_tally;
+
+// Adds a timing's rounds to the process's tally (after its round trips have lowered the
+// nearest one, when they do) and returns their placements.
+std::vector<Placement> TallyPlacements(const ProbeLog& log) {
+  std::lock_guard<std::mutex> lock(placement_mutex);
+  for (double ns : log.trips_around_rounds) {
+    if (ns > 0 && (placement_tally.nearest_ns <= 0 || ns < placement_tally.nearest_ns))
+      placement_tally.nearest_ns = ns;
+  }
+  std::vector<Placement> placements =
+      RoundPlacements(log.trips_around_rounds, placement_tally.nearest_ns);
+  for (Placement p : placements) {
+    if (p == Placement::kNear) ++placement_tally.near_rounds;
+    if (p == Placement::kFar) ++placement_tally.far_rounds;
+  }
+  return placements;
+}
+
 // Nanoseconds the calling thread has spent runnable but waiting for a CPU (the second field of
 // /proc/thread-self/schedstat), or -1 where the kernel does not report it.
 int64_t RunDelayNs() {
@@ -83,6 +107,7 @@ class RoundProbe {
   explicit RoundProbe(ProbeLog& log)
       : log_(log), threads_(std::max(1, omp_get_max_threads())), start_(Clock::now()) {
     Sample(nullptr);
+    if (team_ > 1) log_.trips_around_rounds.push_back(ThreadRoundTripNs(threads_));
   }
   void Round() {
     double us = 0;
@@ -91,6 +116,7 @@ class RoundProbe {
     if (team_ > 1) {
       const double trip = ThreadRoundTripNs(threads_);
       if (trip > 0) log_.round_trip_ns.push_back(trip);
+      log_.trips_around_rounds.push_back(trip);
       // The speed probe passes 64 KiB a thread through L2 in about 100 us: where rounds are
       // single short calls (TimeRepeated), once every kSkewProbeEveryMs keeps it off most calls.
       if (log_.thread_skew.empty() || MsSince(last_skew_) >= kSkewProbeEveryMs) {
@@ -144,24 +170,6 @@ class RoundProbe {
   std::vector<int64_t> last_;
 };
 
-// The rounds' threads in two placements, near and far (ThreadRoundTripNs), at least twice
-// each: why that disturbs the timing, or "".
-std::string PlacementChange(const std::vector<double>& round_trip_ns) {
-  if (round_trip_ns.empty()) return "";
-  const double fastest = *std::min_element(round_trip_ns.begin(), round_trip_ns.end());
-  std::vector<double> near, far;
-  for (double ns : round_trip_ns) {
-    const bool is_far = ns > kFarRoundTripFactor * fastest && ns - fastest > kFarRoundTripExcessNs;
-    (is_far ? far : near).push_back(ns);
-  }
-  if (near.size() < 2 || far.size() < 2) return "";
-  return Format(
-      "the timing threads moved between cores that share a last-level cache and cores that do "
-      "not (a cache line's round trip between them: %.0f ns in %.0f rounds, %.0f ns in %.0f); "
-      "kernels whose threads share data run at different speeds in the two placements",
-      Median(near), double(near.size()), Median(far), double(far.size()));
-}
-
 // A thread slower than another in the median round (at least three rounds) of cores alike by
 // design: why that disturbs the timing, or "".
 std::string SlowThread(const std::vector<double>& thread_skew) {
@@ -201,7 +209,6 @@ std::string Disturbance(const std::vector<std::vector<double>>& samples, const P
                       median / fastest, fastest);
     }
   }
-  if (std::string moved = PlacementChange(probe.round_trip_ns); !moved.empty()) return moved;
   if (std::string slow = SlowThread(probe.thread_skew); !slow.empty()) return slow;
   if (probe.delay_known) return "";
   const auto& regions = probe.region_us;
@@ -276,7 +283,11 @@ TimingResult TimeRepeatedOnce(const std::function<void()>& run, const TimingOpti
       break;
   }
   kept = samples;
-  return Summarize(std::move(samples));
+  std::vector<int> run_round(samples.size());
+  for (size_t k = 0; k < run_round.size(); ++k) run_round[k] = static_cast<int>(k);
+  const std::vector<Placement> placements = TallyPlacements(log);
+  return SummarizeRuns(std::move(samples), run_round, placements,
+                       ObservedPlacements().FarShare());
 }
 
 std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<void()>>& runs,
@@ -287,6 +298,7 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
   const size_t n = runs.size();
   std::vector<TimingResult> results(n);
   std::vector<std::vector<double>> samples(n);
+  std::vector<std::vector<int>> sample_round(n);  // the round of each sample
   std::vector<bool> active(n, true);
   std::vector<double> fastest(n, std::numeric_limits<double>::infinity());
   auto timed = [&](size_t c) {
@@ -348,6 +360,7 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
   RoundProbe probe(log);
   const auto start = std::chrono::steady_clock::now();
   // One turn: untimed calls to settle, then timed ones for about as long.
+  int round = 0;
   auto turn = [&](size_t c) {
     const bool settle = options.settle_ms > 0 && fastest[c] < kLongCallFactor * options.settle_ms;
     if (settle) {
@@ -360,11 +373,12 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
       const double ms = timed(c);
       if (!active[c]) break;
       samples[c].push_back(ms);
+      sample_round[c].push_back(round);
       timed_ms += ms;
       if (!settle || timed_ms >= options.settle_ms) break;
     }
   };
-  for (int round = 0; round < options.max_reps; ++round) {
+  for (; round < options.max_reps; ++round) {
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t c : order) {
       if (active[c]) turn(c);
@@ -378,15 +392,66 @@ std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<vo
       break;
   }
   kept.assign(n, {});
+  const std::vector<Placement> placements = TallyPlacements(log);
+  const double far_share = ObservedPlacements().FarShare();
   for (size_t c = 0; c < n; ++c) {
     if (results[c].timed_out) continue;
     kept[c] = samples[c];
-    results[c] = Summarize(std::move(samples[c]));
+    results[c] = SummarizeRuns(std::move(samples[c]), sample_round[c], placements, far_share);
   }
   return results;
 }
 
 }  // namespace
+
+std::vector<Placement> RoundPlacements(const std::vector<double>& trips, double nearest_ns) {
+  if (trips.size() < 2) return {};
+  std::vector<Placement> placements(trips.size() - 1, Placement::kUnknown);
+  if (nearest_ns <= 0) return placements;
+  for (size_t r = 0; r + 1 < trips.size(); ++r) {
+    const double before = trips[r], after = trips[r + 1];
+    if (before <= 0 || after <= 0 || IsFar(before, nearest_ns) != IsFar(after, nearest_ns))
+      continue;
+    placements[r] = IsFar(before, nearest_ns) ? Placement::kFar : Placement::kNear;
+  }
+  return placements;
+}
+
+double PlacementTally::FarShare() const {
+  return double(far_rounds + 1) / double(near_rounds + far_rounds + 2);
+}
+
+PlacementTally ObservedPlacements() {
+  std::lock_guard<std::mutex> lock(placement_mutex);
+  return placement_tally;
+}
+
+TimingResult SummarizeRuns(std::vector<double> runs, const std::vector<int>& run_round,
+                           const std::vector<Placement>& placements, double far_share) {
+  std::vector<double> near, far;
+  std::set<int> near_rounds, far_rounds;
+  for (size_t k = 0; k < runs.size() && k < run_round.size(); ++k) {
+    const int r = run_round[k];
+    if (r < 0 || r >= static_cast<int>(placements.size())) continue;
+    if (placements[r] == Placement::kNear) {
+      near.push_back(runs[k]);
+      near_rounds.insert(r);
+    } else if (placements[r] == Placement::kFar) {
+      far.push_back(runs[k]);
+      far_rounds.insert(r);
+    }
+  }
+  TimingResult result = Summarize(std::move(runs));
+  result.near_rounds = static_cast<int>(near_rounds.size());
+  result.far_rounds = static_cast<int>(far_rounds.size());
+  result.near_ms = Median(near);
+  result.far_ms = Median(far);
+  if (result.near_rounds >= kMinPlacementRounds && result.far_rounds >= kMinPlacementRounds) {
+    result.far_weight = far_share;
+    result.median_ms = (1 - far_share) * result.near_ms + far_share * result.far_ms;
+  }
+  return result;
+}
 
 std::string TimingDisturbance(const std::vector<std::vector<double>>& samples,
                               const ProbeLog& probe, const TimingOptions& options) {

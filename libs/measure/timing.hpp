@@ -70,6 +70,19 @@ struct TimingResult {
   double thread_skew = 0;
   // What MeasureTogether's drift correction multiplied the times by (1: none).
   double drift_scale = 1;
+  // Where the rounds saw the threads both near and far (Placement; a virtual machine's cores
+  // move between the two every second or so on some hosts), kMinPlacementRounds rounds each:
+  // the median of the runs in each placement, the rounds counted, and the weight far_ms got in
+  // median_ms, which is then the mean time a caller's many calls can expect (far_weight: the
+  // share of far rounds this process has seen, PlacementTally). A kernel whose threads share
+  // written data (chunks handed out) ran 40% slower far than near where one that splits its
+  // rows evenly did not, so a plain median ranks them by whichever placement the timing saw
+  // more. far_weight is 0 when median_ms is a plain median.
+  double near_ms = 0;
+  double far_ms = 0;
+  int near_rounds = 0;
+  int far_rounds = 0;
+  double far_weight = 0;
 };
 
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options);
@@ -116,12 +129,44 @@ constexpr double kSpreadWaitShare = 0.02;
 // Tens of nanoseconds when their cores share a last-level cache, hundreds when they do not
 // (other dies, other sockets). A virtual machine's cores move between the two placements
 // while it runs, and kernels whose threads read data other threads wrote run up to twice as
-// slow in the far one, so a timing whose rounds saw both is disturbed.
+// slow in the far one, so a timing whose rounds saw both weighs the two (TimingResult::far_weight).
 double ThreadRoundTripNs(int threads);
-// A round's round trip over this many times the timing's fastest (and kFarRoundTripExcessNs
-// more) puts its threads in the far placement.
+// A round's round trip over this many times the fastest this process has seen (and
+// kFarRoundTripExcessNs more) puts its threads in the far placement.
 constexpr double kFarRoundTripFactor = 2.5;
 constexpr double kFarRoundTripExcessNs = 50;
+
+// Where a timing round's threads ran: on cores that share a last-level cache (near), on cores
+// that do not (far), or not known (the probe missed, or the threads moved during the round).
+enum class Placement { kUnknown, kNear, kFar };
+
+// The placement of each of a timing's rounds from the round trips probed around them: trips[r]
+// before round r and trips[r + 1] after it (0: not known), so trips.size() - 1 rounds. A round
+// is near or far when both probes around it agree, judged against `nearest_ns`, the fastest
+// round trip seen (the near placement's).
+std::vector<Placement> RoundPlacements(const std::vector<double>& trips, double nearest_ns);
+
+// What this process's timings have seen of the threads' placements (every classified round).
+struct PlacementTally {
+  double nearest_ns = 0;  // the fastest round trip: the near placement's (0: none yet)
+  int64_t near_rounds = 0;
+  int64_t far_rounds = 0;
+  // The share of the time a kernel can expect its threads to run far: the far rounds' share,
+  // pulled towards a half while there are few ((far + 1) / (near + far + 2)).
+  double FarShare() const;
+};
+PlacementTally ObservedPlacements();
+
+// A timing weighs a contender's two placements only with this many rounds in each (fewer
+// make a placement's median one or two runs' luck).
+constexpr int kMinPlacementRounds = 3;
+
+// One contender's runs summarized: the median, fastest and slowest run. run_round[k] is the
+// round of runs[k] and placements[r] where round r ran; when the contender's runs fall in
+// kMinPlacementRounds near rounds and as many far ones, median_ms is the mean of the two
+// placements' medians weighted by far_share (the fields near_ms...far_weight say so).
+TimingResult SummarizeRuns(std::vector<double> runs, const std::vector<int>& run_round,
+                           const std::vector<Placement>& placements, double far_share);
 
 // How many times longer the slowest of `threads` OpenMP threads takes than the fastest for the
 // same fixed work (each thread's median of three tries, about 30 us each); 0 for one thread.
@@ -142,6 +187,8 @@ bool CoresDifferByDesign();
 struct ProbeLog {
   std::vector<double> region_us;      // per round: an empty parallel region of every thread
   std::vector<double> round_trip_ns;  // per round: ThreadRoundTripNs, where known
+  // ThreadRoundTripNs before the first round and after each (0: not known): RoundPlacements.
+  std::vector<double> trips_around_rounds;
   std::vector<double> thread_skew;    // per round: ThreadSpeedSkew, where known
   double waited_ms = 0;               // the threads' time runnable but waiting for a CPU
   double thread_ms = 0;               // the rounds' wall time times the threads

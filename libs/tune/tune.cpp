@@ -15,6 +15,7 @@
 #include "ir/footprint.hpp"
 #include "jit/jit.hpp"
 #include "measure/contest.hpp"
+#include "measure/timing.hpp"
 #include "superschedule/waco_template.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
@@ -183,6 +184,10 @@ nlohmann::json TuneReport::ToJson() const {
   out["measure_attempts"] = measure_attempts;
   out["thread_round_trip_ns"] = thread_round_trip_ns;
   out["thread_skew"] = thread_skew;
+  if (near_rounds + far_rounds > 0)
+    out["placements"] = {{"near_rounds", near_rounds},
+                         {"far_rounds", far_rounds},
+                         {"far_share", far_share}};
   out["tune_ms"] = tune_ms;
   out["stage_ms"] = stage_ms;
   out["sources"] = sources_used;
@@ -310,6 +315,10 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     report.measure_attempts = measured.attempts;
     report.disturbed = !measured.disturbance.empty();
     report.disturbance = measured.disturbance;
+    const PlacementTally placements = ObservedPlacements();
+    report.near_rounds = placements.near_rounds;
+    report.far_rounds = placements.far_rounds;
+    report.far_share = placements.FarShare();
 
     stage("storing");
     winner = StoreAndReport(*db, key, request, operand, stats, measured, report).schedule;

@@ -99,6 +99,12 @@ struct TuneReport {
   // How much slower the slowest thread ran a fixed piece of work than the fastest meanwhile
   // (ThreadSpeedSkew: about 1 on a quiet machine; 0: one thread, or from the database).
   double thread_skew = 0;
+  // The timing rounds of this tune whose threads shared a last-level cache (near) and whose
+  // threads did not (far; PlacementTally), and the weight a timing that saw both gave each
+  // candidate's far time (TimingResult::far_weight). 0: from the database, or one thread.
+  int64_t near_rounds = 0;
+  int64_t far_rounds = 0;
+  double far_share = 0;
   double tune_ms = 0;
   std::vector<TuneCandidateResult> candidates;
   std::map<std::string, double> stage_ms;
