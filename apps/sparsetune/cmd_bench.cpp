@@ -1073,7 +1073,8 @@ void RegisterBench(CLI::App& app, Context& context) {
                 "One line per contender: file, kernel, nnz, contender, kind (sparsetune, library "
                 "or hand), verified, time_ms, effective_gbs, prepare_ms, probe_gbs, gflops, "
                 "flop_probe_gflops, flop_share, version, flags, threads, disturbed (other "
-                "processes held the cores while timing), contest_ms (each contest's median, separated by semicolons), "
+                "processes held the cores while timing), contest_ms (each contest's median, "
+                "separated by semicolons), "
                 "after a header line "
                 "(commas in file, contender, version and flags become semicolons)");
   sub->callback([o, sub] {

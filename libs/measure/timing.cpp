@@ -286,8 +286,7 @@ TimingResult TimeRepeatedOnce(const std::function<void()>& run, const TimingOpti
   std::vector<int> run_round(samples.size());
   for (size_t k = 0; k < run_round.size(); ++k) run_round[k] = static_cast<int>(k);
   const std::vector<Placement> placements = TallyPlacements(log);
-  return SummarizeRuns(std::move(samples), run_round, placements,
-                       ObservedPlacements().FarShare());
+  return SummarizeRuns(std::move(samples), run_round, placements, ObservedPlacements().FarShare());
 }
 
 std::vector<TimingResult> TimeInterleavedOnce(const std::vector<std::function<void()>>& runs,

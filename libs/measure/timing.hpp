@@ -189,10 +189,10 @@ struct ProbeLog {
   std::vector<double> round_trip_ns;  // per round: ThreadRoundTripNs, where known
   // ThreadRoundTripNs before the first round and after each (0: not known): RoundPlacements.
   std::vector<double> trips_around_rounds;
-  std::vector<double> thread_skew;    // per round: ThreadSpeedSkew, where known
-  double waited_ms = 0;               // the threads' time runnable but waiting for a CPU
-  double thread_ms = 0;               // the rounds' wall time times the threads
-  bool delay_known = false;           // the kernel reports waits (schedstat)
+  std::vector<double> thread_skew;  // per round: ThreadSpeedSkew, where known
+  double waited_ms = 0;             // the threads' time runnable but waiting for a CPU
+  double thread_ms = 0;             // the rounds' wall time times the threads
+  bool delay_known = false;         // the kernel reports waits (schedstat)
 };
 
 // Why a timing's runs (samples: each contender's run times) cannot be trusted given what the

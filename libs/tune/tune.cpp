@@ -185,9 +185,8 @@ nlohmann::json TuneReport::ToJson() const {
   out["thread_round_trip_ns"] = thread_round_trip_ns;
   out["thread_skew"] = thread_skew;
   if (near_rounds + far_rounds > 0)
-    out["placements"] = {{"near_rounds", near_rounds},
-                         {"far_rounds", far_rounds},
-                         {"far_share", far_share}};
+    out["placements"] = {
+        {"near_rounds", near_rounds}, {"far_rounds", far_rounds}, {"far_share", far_share}};
   out["tune_ms"] = tune_ms;
   out["stage_ms"] = stage_ms;
   out["sources"] = sources_used;

@@ -121,8 +121,8 @@ TEST(TimingDisturbance, ThreadsMovingBetweenNearAndFarCoresAreNotADisturbance) {
 TEST(TimingPlacement, ARoundTakesThePlacementTheProbesAroundItAgreeOn) {
   using P = Placement;
   const std::vector<Placement> got = RoundPlacements({55, 56, 330, 340, 0, 60, 58}, 55);
-  EXPECT_EQ(got, (std::vector<Placement>{P::kNear, P::kUnknown, P::kFar, P::kUnknown,
-                                         P::kUnknown, P::kNear}));
+  EXPECT_EQ(got, (std::vector<Placement>{P::kNear, P::kUnknown, P::kFar, P::kUnknown, P::kUnknown,
+                                         P::kNear}));
   // Far is relative to the nearest round trip: all far-looking trips with no near one to
   // compare are one placement.
   EXPECT_EQ(RoundPlacements({320, 335, 330}, 320), (std::vector<Placement>{P::kNear, P::kNear}));
@@ -135,7 +135,7 @@ TEST(TimingPlacement, ARoundTakesThePlacementTheProbesAroundItAgreeOn) {
 // median.
 TEST(TimingPlacement, RunsInBothPlacementsAreWeightedByHowOftenTheThreadsRunFar) {
   using P = Placement;
-  const std::vector<Placement> rounds = {P::kNear, P::kNear, P::kNear, P::kNear, P::kNear,
+  const std::vector<Placement> rounds = {P::kNear, P::kNear, P::kNear, P::kNear,   P::kNear,
                                          P::kFar,  P::kFar,  P::kFar,  P::kUnknown};
   const std::vector<double> runs = {1.0, 1.01, 0.99, 1.0, 1.02, 1.4, 1.41, 1.42, 5.0};
   const std::vector<int> run_round = {0, 1, 2, 3, 4, 5, 6, 7, 8};
