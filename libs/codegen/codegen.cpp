@@ -301,6 +301,9 @@ class Emitter {
   }
 
   std::string Address(const NestAccess& a) const {
+    if (batch_addressing_ && a.temp < 0) {
+      if (auto base = batch_bases_.find(a.tensor); base != batch_bases_.end()) return base->second;
+    }
     if (a.temp >= 0) {
       const std::string name = "tmp" + std::to_string(a.temp);
       return nest_.temps[a.temp].scalar() ? name : name + "[" + Horner(a.indices) + "]";
@@ -978,6 +981,9 @@ class Emitter {
     return CoordinateAt(level, v, Pos(at));
   }
   std::string CoordinateAt(int level, const LoopVar& v, const std::string& position) const {
+    if (batch_lane_ >= 0 && batch_words_.count(level))
+      return "(int64_t)((w" + std::to_string(level) + " >> " + std::to_string(16 * batch_lane_) +
+             ") & 0xffff)";
     const std::string read = "(int64_t)L" + std::to_string(level) + "_crd[" + position + "]";
     // The segment's base is read once per segment, outside any jammed copy.
     return encodings_[level].relative ? "base_" + RawVarName(v) + " + " + read : read;
@@ -1257,6 +1263,8 @@ class Emitter {
     } else if (!n.parallel && n.unroll > 1 && n.loop_kind == LoopKind::kLevelC &&
                child.kind == NestNode::Kind::kReduce) {
       EmitJammedLoop(n, hi);
+    } else if (n.unroll > 1 && BatchesCoordinateList(n)) {
+      EmitCoordinateListBatches(n, hi);
     } else if (!n.parallel && n.unroll > 1 && compressed) {
       EmitUnrolledReduction(n, hi, n.unroll, /*remainder=*/true);
     } else {
@@ -1511,6 +1519,113 @@ class Emitter {
       sums = next;
     }
     Line(acc + " += " + sums[0] + ";");
+  }
+
+  // Whether EmitCoordinateListBatches serves `n`: a coordinate list that scatters into the
+  // output (IsCoordinateListScatter), with no clearing or register tile inside it.
+  bool BatchesCoordinateList(const NestNode& n) const {
+    if (!IsCoordinateListScatter(n) || active_tile_ || !tile_target_.empty() || jam_) return false;
+    const NestNode& singleton = *n.children[0];
+    return n.zero_prefix == 0 && !n.zero_block && singleton.zero_prefix == 0 &&
+           !singleton.zero_block;
+  }
+
+  // A coordinate list's entries `unroll` at a time: the products of a batch's entries first,
+  // then their updates of the output in entry order (two entries of one output element add in
+  // the plain loop's order), so the gathers of one entry do not wait behind the scattered
+  // store of the one before. Where a level's coordinates are 16 bits and the batch is four,
+  // they come in one 64-bit load; vectors indexed by a split index whose inner part is a
+  // coordinate here are read through a pointer to the block's part of them, so each access is
+  // one addressing mode. Both matter on graphs (2-D blocks of 16K: 0.83x the plain loop's time
+  // by hand on a 12M-edge R-MAT graph, and 0.93x with either one alone). The entries left over
+  // take the plain loop.
+  void EmitCoordinateListBatches(const NestNode& n, const std::string& hi) {
+    const NestNode& singleton = *n.children[0];
+    const NestNode& compute = *singleton.children[0];
+    const std::string L = std::to_string(n.level), Q = std::to_string(singleton.level);
+    const std::string ways = std::to_string(n.unroll);
+    const std::string block = "pb" + L;
+    batch_words_.clear();
+    for (int level : {n.level, singleton.level}) {
+      if (n.unroll == 4 && encodings_[level].bits == 16 && !encodings_[level].relative)
+        batch_words_.insert(level);
+    }
+    // The block's part of each vector read or updated through a coordinate of this list.
+    batch_bases_.clear();
+    std::vector<const NestAccess*> accesses{&compute.lhs};
+    for (const auto& f : compute.factors) accesses.push_back(&f);
+    for (const NestAccess* a : accesses) {
+      // Not temporaries, the sparse values, sliced copies, nor an output stored through a
+      // renumbering or over the sparse operand's positions.
+      if (a->temp >= 0 || a->tensor < 0 || a->tensor == e_.sparse || SliceLoop(a->tensor) ||
+          batch_bases_.count(a->tensor))
+        continue;
+      if (a->tensor == 0 && (scatter_output_ || e_.sparse_output_prefix > 0)) continue;
+      const auto storage = nest_.StorageIndices(a->tensor);
+      if (storage.size() != 1) continue;
+      for (const LoopVar* v : {&n.var, &singleton.var}) {
+        if (v->index != storage[0] || v->part != SplitPart::kInner) continue;
+        const std::string T = "T" + std::to_string(a->tensor);
+        const std::string base = T + "_block";
+        Line(std::string(a->tensor == 0 ? "value_t" : "const value_t") + "* __restrict " + base +
+             " = " + T + " + " + Outer(v->index) + " * " + S(v->index) + ";");
+        batch_bases_[a->tensor] = base + "[" + VarName(*v) + "]";
+      }
+    }
+    // The batch's coordinates of both levels at entry u, from its words where it has them.
+    auto define_coordinates = [&](int u) {
+      Line("[[maybe_unused]] const int64_t p" + L + " = " + block + " + " + std::to_string(u) +
+           ";");
+      Line("[[maybe_unused]] const int64_t p" + Q + " = p" + L + ";");
+      batch_lane_ = u;
+      DefineCoordinate(n.var, CoordinateRead(n.level, n.var, n.level));
+      DefineCoordinate(singleton.var,
+                       CoordinateRead(singleton.level, singleton.var, singleton.level));
+      batch_lane_ = -1;
+    };
+    Line("int64_t " + block + " = lo_" + VarName(n.var) + ";");
+    Line("for (; " + block + " + " + ways + " <= " + hi + "; " + block + " += " + ways + ") {");
+    ++depth_;
+    for (int level : batch_words_) {
+      const std::string w = "w" + std::to_string(level);
+      Line("uint64_t " + w + ";  // the batch's four coordinates of level " +
+           std::to_string(level));
+      Line("memcpy(&" + w + ", L" + std::to_string(level) + "_crd + " + block + ", sizeof " + w +
+           ");");
+    }
+    std::string terms;
+    for (int u = 0; u < n.unroll; ++u) terms += (u ? ", term" : "term") + std::to_string(u);
+    Line("value_t " + terms + ";");
+    batch_addressing_ = true;
+    for (int u = 0; u < n.unroll; ++u) {
+      Line("{");
+      ++depth_;
+      if (n.prefetch > 0)
+        EmitPrefetch(n, block + " + " + std::to_string(u) + " + " + std::to_string(n.prefetch));
+      define_coordinates(u);
+      Line("term" + std::to_string(u) + " = " + FactorProduct(compute) + ";");
+      --depth_;
+      Line("}");
+    }
+    for (int u = 0; u < n.unroll; ++u) {
+      Line("{");
+      ++depth_;
+      define_coordinates(u);
+      EmitUpdate(Address(compute.lhs), false, "term" + std::to_string(u), false);
+      --depth_;
+      Line("}");
+    }
+    batch_addressing_ = false;
+    --depth_;
+    Line("}");
+    batch_words_.clear();
+    batch_bases_.clear();
+    Line("for (int64_t p" + L + " = " + block + "; p" + L + " < " + hi + "; ++p" + L + ") {");
+    ++depth_;
+    EmitIterationPrologue(n);
+    EmitNode(singleton);
+    --depth_;
+    Line("}");
   }
 
   // The dense inputs that computes below `n` read through its index, once each.
@@ -1798,11 +1913,22 @@ class Emitter {
     Line("const value_t " + hoisted_ + " = " + product + ";");
   }
 
-  void EmitCompute(const NestNode& n) {
-    std::string rhs;
+  // The product a compute adds: its factors, those hoisted out of the loop above it as one.
+  std::string FactorProduct(const NestNode& n) const {
     const bool hoisted = hoisted_loop_ && hoisted_loop_->children[0].get() == &n;
+    std::string rhs = hoisted ? hoisted_ : "";
+    for (const auto& f : n.factors) {
+      if (hoisted && !VariesWith(f, *hoisted_loop_)) continue;
+      rhs += (rhs.empty() ? "" : " * ") + Address(f);
+    }
+    return rhs;
+  }
+
+  void EmitCompute(const NestNode& n) {
     if (!complex_sum_.empty() && n.accumulator >= 0) {
       // Into the parts' sums; invariant factors multiply them after the loop (EmitPlainBody).
+      const bool hoisted = hoisted_loop_ && hoisted_loop_->children[0].get() == &n;
+      std::string rhs;
       for (const auto& f : n.factors) {
         if (!hoisted || VariesWith(f, *hoisted_loop_))
           rhs += (rhs.empty() ? "" : " * ") + Address(f);
@@ -1814,11 +1940,7 @@ class Emitter {
       Line("}");
       return;
     }
-    if (hoisted) rhs = hoisted_;
-    for (const auto& f : n.factors) {
-      if (hoisted && !VariesWith(f, *hoisted_loop_)) continue;
-      rhs += (rhs.empty() ? "" : " * ") + Address(f);
-    }
+    const std::string rhs = FactorProduct(n);
     if (n.accumulator >= 0) {
       Line("acc" + std::to_string(n.accumulator) + accumulator_suffix_ + " += " + rhs + ";");
       return;
@@ -1844,8 +1966,16 @@ class Emitter {
   std::set<std::string> tiled_indices_;       // their splits are compile-time constants
   const Tile* active_tile_ = nullptr;         // emitting inside this tile's owner (whole slices)
   std::string accumulator_suffix_;            // the partial sum an unrolled copy adds into
-  const NestNode* jam_ = nullptr;             // the compressed loop being unrolled and jammed
-  std::string jam_suffix_;                    // the jammed copy being emitted ("" outside)
+  // EmitCoordinateListBatches: the levels whose batch of coordinates is one word (w<level>),
+  // and the entry of the batch being emitted (-1 outside).
+  std::set<int> batch_words_;
+  int batch_lane_ = -1;
+  // ... and, while its batch is emitted (batch_addressing_), the element each vector with a
+  // block pointer is accessed at.
+  std::map<int, std::string> batch_bases_;
+  bool batch_addressing_ = false;
+  const NestNode* jam_ = nullptr;  // the compressed loop being unrolled and jammed
+  std::string jam_suffix_;         // the jammed copy being emitted ("" outside)
   int vector_reductions_ = 0;
   bool complex_ = false;     // value_t is std::complex
   std::string complex_sum_;  // the sum a complex compute adds into before scaling ("": none)

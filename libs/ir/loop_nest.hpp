@@ -139,4 +139,10 @@ struct LowerOutcome {
 
 LowerOutcome Lower(const Expression& expression, const Schedule& schedule);
 
+// Whether `n` walks a coordinate list whose entries each update the output: a sequential
+// compressed loop over every entry (the level above a singleton) with the singleton's loop
+// right below it and one compute under that, adding into the output itself (no register
+// sum, no atomics). Such a loop takes the schedule's unroll as the entries handled together.
+bool IsCoordinateListScatter(const NestNode& n);
+
 }  // namespace sparsetune

@@ -749,6 +749,11 @@ class Lowerer {
         !n->children[0]->atomic) {
       n->unroll = s_.unroll;
     }
+    // A coordinate list (a compressed level over every entry, a singleton below it) whose
+    // entries each update the output: that many entries at a time, their products before their
+    // updates, so the gathers of consecutive entries are not held up behind the scattered
+    // stores; codegen also reads each batch's coordinates in one load per level.
+    if (IsCoordinateListScatter(*n)) n->unroll = s_.unroll;
     if (n->kind == NestNode::Kind::kLoop && n->loop_kind != LoopKind::kLevelC &&
         n->loop_kind != LoopKind::kLevelQ && n->children[0]->kind == NestNode::Kind::kCompute) {
       const NestNode* c = n->children[0].get();
@@ -893,6 +898,19 @@ class Lowerer {
 
 }  // namespace
 
+bool IsCoordinateListScatter(const NestNode& n) {
+  if (n.kind != NestNode::Kind::kLoop || n.loop_kind != LoopKind::kLevelC || n.parallel ||
+      n.group > 1 || n.children.size() != 1)
+    return false;
+  const NestNode& singleton = *n.children[0];
+  if (singleton.kind != NestNode::Kind::kLoop || singleton.loop_kind != LoopKind::kLevelQ ||
+      singleton.children.size() != 1)
+    return false;
+  const NestNode& compute = *singleton.children[0];
+  return compute.kind == NestNode::Kind::kCompute && compute.accumulator < 0 && !compute.atomic &&
+         !compute.assign && compute.lhs.tensor >= 0;
+}
+
 LowerOutcome Lower(const Expression& expression, const Schedule& schedule) {
   LowerOutcome outcome;
   try {
@@ -926,6 +944,8 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
              (n.simd ? ", simd" : "") + (n.vector_reduction ? ", vector partial sums" : "") +
              (n.unroll > 1 && n.children[0]->kind == NestNode::Kind::kReduce
                   ? ", " + std::to_string(n.unroll) + " nonzeros at a time"
+              : n.unroll > 1 && IsCoordinateListScatter(n)
+                  ? ", " + std::to_string(n.unroll) + " entries at a time"
               : n.unroll > 1 ? ", " + std::to_string(n.unroll) + " partial sums"
                              : "") +
              (n.group > 1 ? ", groups of " + std::to_string(n.group) : "") +

@@ -48,12 +48,17 @@ TEST(CoordinateLists, SpmvInBlocksVerifies) {
       for (auto [rows, cols] : {std::pair<int64_t, int64_t>{16, 64}, {64, 16}, {256, 65536}}) {
         for (bool by_column : {true, false}) {
           for (bool narrow : {false, true}) {
-            Schedule s = Parse(Blocks(rows, cols, by_column));
-            s.narrow_coordinates = narrow;
-            const RunResult r = RunOnce(runner, s);
-            EXPECT_TRUE(r.ok() && r.verified)
-                << rows << " x " << cols << (by_column ? " by column" : " by row") << ": "
-                << r.message;
+            // In batches of entries too: four with 16-bit coordinates read a word at a time,
+            // two, and the entries left over.
+            for (int unroll : {1, 4, 2}) {
+              Schedule s = Parse(Blocks(rows, cols, by_column));
+              s.narrow_coordinates = narrow;
+              s.unroll = unroll;
+              const RunResult r = RunOnce(runner, s);
+              EXPECT_TRUE(r.ok() && r.verified)
+                  << rows << " x " << cols << (by_column ? " by column" : " by row") << ", unroll "
+                  << unroll << ": " << r.message;
+            }
           }
         }
       }
@@ -136,6 +141,46 @@ TEST(CoordinateLists, RefusalsSayWhy) {
        {"loop_order", {"k1", "i", "k0"}},
        {"format", {"k1:C", "i:Q", "k0:C"}}};
   EXPECT_NE(error_of(s).find("singleton"), std::string::npos) << error_of(s);
+}
+
+}  // namespace
+}  // namespace sparsetune
+
+namespace sparsetune {
+namespace {
+
+// A coordinate list that scatters into y takes the schedule's unroll as entries a batch, says
+// so in its nest, and its kernel reads a batch's 16-bit coordinates one word a level and x and
+// y through the block's part of them; entries that add into one element of y add in order, so
+// the result is the plain loop's, bit for bit.
+TEST(CoordinateLists, BatchesOfEntriesAddAsThePlainLoopDoes) {
+  const Expression e = KernelExpression("spmv");
+  nlohmann::json json = Blocks(256, 4096, true);
+  json["narrow_coordinates"] = true;
+  json["unroll"] = 4;
+  const LowerOutcome lowered = Lower(e, Parse(json));
+  ASSERT_TRUE(lowered.nest) << lowered.error;
+  EXPECT_NE(lowered.nest->ToString().find("4 entries at a time"), std::string::npos)
+      << lowered.nest->ToString();
+  // Rows with many entries in one block column, so batches hold repeated rows.
+  CooTensor tensor = testing::RandomSparse({700, 9000}, 30000, 11);
+  Jit jit;
+  KernelRunner runner(e, tensor, ResolveIndexSizes(e, tensor.dims, {}), DType::kF32, jit);
+  RunOptions options;
+  options.time = false;
+  const PreparedKernel batched = runner.Prepare(Parse(json), options);
+  ASSERT_TRUE(batched.ok() && batched.result().verified) << batched.result().message;
+  json.erase("unroll");
+  const PreparedKernel plain = runner.Prepare(Parse(json), options);
+  ASSERT_TRUE(plain.ok() && plain.result().verified) << plain.result().message;
+  batched.Call();
+  plain.Call();
+  ASSERT_EQ(batched.output().size(), plain.output().size());
+  int64_t differ = 0;
+  for (int64_t k = 0; k < plain.output().size(); ++k)
+    differ += batched.output().Get(k) != plain.output().Get(k);
+  EXPECT_EQ(differ, 0) << "of " << plain.output().size() << " elements of y";
+  EXPECT_NE(batched.result().source_path, plain.result().source_path);
 }
 
 }  // namespace
