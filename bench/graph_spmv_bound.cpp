@@ -20,6 +20,9 @@
 // that each leave out one of its costs:
 // - without the update of y: the products summed in registers (what the scatter into y costs);
 // - without the gather of x: the values added to y (what reading x costs);
+// - four entries a batch, as the generated kernels walk a coordinate list with "unroll": 4
+//   (each level's four coordinates in one load, x and y through the block's part of them), and
+//   the same indexing x and y from the whole vectors;
 // - with blocks of 4096 rows, whose part of y stays in L1, and of 64K x 64K.
 //
 //   graph_spmv_bound [FILE.mtx] [--scale S] [--edge-factor F] [--rounds K]
@@ -231,7 +234,7 @@ Blocks BuildBlocks(const CooTensor& m, int64_t block_rows, int64_t block_cols) {
   return b;
 }
 
-enum class BlockLoop { kFull, kNoUpdateOfY, kNoGatherOfX };
+enum class BlockLoop { kFull, kNoUpdateOfY, kNoGatherOfX, kBatches, kBatchesFromVectors };
 
 // The row blocks [from, to) of y = A x.
 void BlockRows(const Blocks& b, BlockLoop loop, const float* __restrict x, float* __restrict y,
@@ -247,6 +250,28 @@ void BlockRows(const Blocks& b, BlockLoop loop, const float* __restrict x, float
       const int64_t lo = b.start[r * b.col_blocks + c], hi = b.start[r * b.col_blocks + c + 1];
       if (loop == BlockLoop::kFull) {
         for (int64_t p = lo; p < hi; ++p) yb[row[p]] += values[p] * xb[col[p]];
+      } else if (loop == BlockLoop::kBatches || loop == BlockLoop::kBatchesFromVectors) {
+        // Four entries a batch, as the generated kernels walk them ("unroll": 4): each level's
+        // four coordinates in one load, the products, then the updates in entry order; x and y
+        // through the block's pointers, or indexed from the whole vectors.
+        const bool whole = loop == BlockLoop::kBatchesFromVectors;
+        const int64_t x_first = c * b.block_cols, y_first = r * b.block_rows;
+        int64_t p = lo;
+        for (; p + 4 <= hi; p += 4) {
+          uint64_t rows4, cols4;
+          std::memcpy(&rows4, row + p, sizeof rows4);
+          std::memcpy(&cols4, col + p, sizeof cols4);
+          float term[4];
+          for (int u = 0; u < 4; ++u) {
+            const int64_t k = int64_t((cols4 >> (16 * u)) & 0xffff);
+            term[u] = values[p + u] * (whole ? x[x_first + k] : xb[k]);
+          }
+          for (int u = 0; u < 4; ++u) {
+            const int64_t i = int64_t((rows4 >> (16 * u)) & 0xffff);
+            (whole ? y[y_first + i] : yb[i]) += term[u];
+          }
+        }
+        for (; p < hi; ++p) yb[row[p]] += values[p] * xb[col[p]];
       } else if (loop == BlockLoop::kNoGatherOfX) {
         for (int64_t p = lo; p < hi; ++p) yb[row[p]] += values[p];
       } else {
@@ -452,6 +477,8 @@ int main(int argc, char** argv) {
   if (rows <= int64_t(1) << 31 && cols <= int64_t(1) << 31) {
     auto blocks16k = std::make_shared<const Blocks>(BuildBlocks(m, 16384, 16384));
     add_blocks("2-D blocks 16K x 16K (caller's order)", blocks16k, BlockLoop::kFull);
+    add_blocks("  four entries a batch (generated)", blocks16k, BlockLoop::kBatches);
+    add_blocks("  the same, x and y from whole vectors", blocks16k, BlockLoop::kBatchesFromVectors);
     add_blocks("  without the update of y (bound)", blocks16k, BlockLoop::kNoUpdateOfY);
     add_blocks("  without the gather of x (bound)", blocks16k, BlockLoop::kNoGatherOfX);
     add_blocks("2-D blocks 4K x 16K (y in L1)",
