@@ -533,7 +533,8 @@ TimingResult TimeContenders(const std::vector<std::unique_ptr<Contender>>& conte
   return times.empty() ? TimingResult() : times.front();
 }
 
-// Each contender's contests as one: its median contest's time (a contender that failed in any
+// Each contender's contests as one: its median contest's time, weighing the two thread
+// placements where the contests saw both (CombineContests; a contender that failed in any
 // contest is not verified, with that contest's message), the median of its preparation times
 // and every contest's median time. The disturbance check is the worst contest's, the threads'
 // round trip the median contest's.
@@ -543,6 +544,7 @@ std::vector<std::unique_ptr<Contender>> MergeContests(
   std::vector<std::unique_ptr<Contender>> merged;
   for (size_t i = 0; i < contests.front().size(); ++i) {
     std::vector<double> times, prepare, ordering;
+    std::vector<TimingResult> timings;
     std::unique_ptr<Contender>* failed = nullptr;
     for (auto& contest : contests) {
       Contender& c = *contest[i];
@@ -551,11 +553,13 @@ std::vector<std::unique_ptr<Contender>> MergeContests(
         continue;
       }
       times.push_back(c.time.median_ms);
+      timings.push_back(c.time);
       prepare.push_back(c.prepare_ms);
       ordering.push_back(c.ordering_ms);
     }
     std::unique_ptr<Contender> one =
         failed ? std::move(*failed) : std::move(contests[MedianContestIndex(times)][i]);
+    if (!failed) one->time = CombineContests(timings, ObservedPlacements().FarShare());
     one->call = nullptr;  // its kernel was freed with its contest
     one->contest_ms = times;
     if (!failed) {

@@ -466,6 +466,27 @@ size_t MedianContestIndex(const std::vector<double>& contest_ms) {
   return order[order.size() / 2];
 }
 
+TimingResult CombineContests(const std::vector<TimingResult>& contests, double far_share) {
+  std::vector<double> times, near, far;
+  int near_rounds = 0, far_rounds = 0;
+  for (const TimingResult& t : contests) {
+    times.push_back(t.median_ms);
+    if (t.near_rounds > 0) near.push_back(t.near_ms);
+    if (t.far_rounds > 0) far.push_back(t.far_ms);
+    near_rounds += t.near_rounds;
+    far_rounds += t.far_rounds;
+  }
+  TimingResult out = contests[MedianContestIndex(times)];
+  if (near_rounds < kMinPlacementRounds || far_rounds < kMinPlacementRounds) return out;
+  out.near_ms = Median(near);
+  out.far_ms = Median(far);
+  out.near_rounds = near_rounds;
+  out.far_rounds = far_rounds;
+  out.far_weight = far_share;
+  out.median_ms = (1 - far_share) * out.near_ms + far_share * out.far_ms;
+  return out;
+}
+
 TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions& options) {
   return WithRetries(
              [&](std::vector<std::vector<double>>& samples, ProbeLog& log) {

@@ -92,6 +92,16 @@ TimingResult TimeRepeated(const std::function<void()>& run, const TimingOptions&
 // one). Throws std::invalid_argument when there are none.
 size_t MedianContestIndex(const std::vector<double>& contest_ms);
 
+// Several contests of one contender as one time: its median contest's (MedianContestIndex),
+// or, where its contests together saw kMinPlacementRounds rounds of each placement, that
+// contest with median_ms the median over contests of their near medians and of their far
+// medians, weighted by far_share. A contest is often all near or all far (the threads move
+// every second or so), so the median contest alone is one placement's time, whichever the
+// contests happened to see more of: a kernel handing out chunks that ran 0.233 ms near and
+// 0.303 far beat, by its median contest, one splitting its rows evenly at 0.234 and 0.239.
+// Throws std::invalid_argument when there are none.
+TimingResult CombineContests(const std::vector<TimingResult>& contests, double far_share);
+
 // Times several contenders fairly: each is warmed up the same way, then the timed runs go in
 // rounds, every round giving each remaining contender one turn in a fresh shuffled order, so a
 // contender never profits from running after another (a faster clock, a quieter moment) more

@@ -388,6 +388,15 @@ std::vector<TuneCandidate> FinalRound(const std::vector<TuneCandidate>& candidat
       AddDistinct(out, std::move(variant));
     }
   }
+  const auto is_rule = [](const TuneCandidate& c) { return c.source == "heuristic"; };
+  if (size.rule_within > 0 && std::none_of(out.begin(), out.end(), is_rule)) {
+    for (size_t c : ranked) {
+      if (!is_rule(candidates[c])) continue;
+      if (ChoiceCost(results[c], calls) <= (1 + size.rule_within) * fastest)
+        AddDistinct(out, candidates[c]);
+      break;
+    }
+  }
   return out;
 }
 
@@ -422,11 +431,15 @@ double FinalRoundDrift(const std::vector<RunResult>& first_round,
 RunResult MedianContest(const std::vector<RunResult>& contests) {
   if (contests.empty()) throw std::invalid_argument("MedianContest: no contests");
   std::vector<double> times;
+  std::vector<TimingResult> timings;
   for (const RunResult& r : contests) {
     if (!r.ok()) return r;
     times.push_back(r.time.median_ms);
+    timings.push_back(r.time);
   }
-  return contests[MedianContestIndex(times)];
+  RunResult out = contests[MedianContestIndex(times)];
+  out.time = CombineContests(timings, ObservedPlacements().FarShare());
+  return out;
 }
 
 double ChoiceCost(const RunResult& result, int64_t calls) {

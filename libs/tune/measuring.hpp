@@ -73,6 +73,11 @@ struct FinalRoundSize {
   // blocks from 7.97 to 6.87 ms), so more are renumbered; on the two graphs measured the
   // winner still came from the best two.
   size_t renumbered_in_tuned_order = 4;
+  // And the fastest library rule (source "heuristic") when none is among them and its time is
+  // within this share of the fastest: the first round times each schedule in one packing, and
+  // a rule that splits its rows evenly timed 0.295 ms there on a band where three later
+  // contests gave it 0.227-0.231 and the stored winner 0.258-0.271.
+  double rule_within = 0.35;
 };
 
 // The final round: the first round's verified schedules that FinalRoundSize admits as they are,
@@ -122,7 +127,8 @@ struct MeasuringOptions {
 };
 
 // A schedule's result over several contests: the one with the median time (the slower middle
-// of an even count), or the first that did not run (a schedule that timed out once is not
+// of an even count), its time weighing the contests' two thread placements where they saw
+// both (CombineContests), or the first that did not run (a schedule that timed out once is not
 // trusted to run).
 RunResult MedianContest(const std::vector<RunResult>& contests);
 

@@ -158,6 +158,35 @@ TEST(TimingPlacement, RunsInBothPlacementsAreWeightedByHowOftenTheThreadsRunFar)
   EXPECT_DOUBLE_EQ(two_far_rounds.median_ms, 1.02);  // the plain median of the nine runs
 }
 
+// Contests of one contender that each saw mostly one placement: their near medians and their
+// far medians are pooled and weighted, where the median contest alone would be a near time.
+TEST(TimingPlacement, ContestsArePooledByPlacement) {
+  auto contest = [](double median, double near, int near_rounds, double far, int far_rounds) {
+    TimingResult t;
+    t.median_ms = median;
+    t.near_ms = near;
+    t.near_rounds = near_rounds;
+    t.far_ms = far;
+    t.far_rounds = far_rounds;
+    return t;
+  };
+  const std::vector<TimingResult> contests = {contest(0.233, 0.233, 12, 0, 0),
+                                              contest(0.236, 0.234, 10, 0.31, 1),
+                                              contest(0.30, 0.23, 1, 0.30, 11)};
+  const TimingResult pooled = CombineContests(contests, 0.4);
+  EXPECT_DOUBLE_EQ(pooled.near_ms, 0.233);  // the median of 0.233, 0.234 and 0.23
+  EXPECT_DOUBLE_EQ(pooled.far_ms, 0.305);   // of 0.31 and 0.30
+  EXPECT_EQ(pooled.near_rounds, 23);
+  EXPECT_EQ(pooled.far_rounds, 12);
+  EXPECT_NEAR(pooled.median_ms, 0.6 * 0.233 + 0.4 * 0.305, 1e-12);
+  // One placement only: the median contest.
+  const std::vector<TimingResult> near_only = {contest(0.233, 0.233, 12, 0, 0),
+                                               contest(0.240, 0.240, 10, 0, 0),
+                                               contest(0.236, 0.236, 9, 0, 0)};
+  EXPECT_DOUBLE_EQ(CombineContests(near_only, 0.4).median_ms, 0.236);
+  EXPECT_DOUBLE_EQ(CombineContests(near_only, 0.4).far_weight, 0);
+}
+
 // The process's tally of placements: its far share starts at a half and follows the rounds.
 TEST(TimingPlacement, TheFarShareFollowsTheRoundsSeen) {
   PlacementTally tally;

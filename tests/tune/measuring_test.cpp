@@ -159,6 +159,35 @@ TEST(FinalRound, AdmitsBeyondTheLeastThoseCloseToTheFastest) {
   EXPECT_EQ(FinalRound(candidates, results, matrix, {}, size).size(), 2u);
 }
 
+// The first round times each schedule in one packing: the fastest library rule also goes on
+// when the model's picks lead it by less than rule_within, and only then.
+TEST(FinalRound, TheFastestRuleGoesOnWhenItIsNotFarBehind) {
+  CooTensor matrix;
+  std::vector<TuneCandidate> candidates = SpmvCandidates(&matrix);
+  ASSERT_GE(candidates.size(), 5u);
+  std::vector<RunResult> results;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    candidates[c].source = c < 3 ? "model" : "heuristic";
+    results.push_back(Timed(c < 3 ? 1.0 + 0.01 * c : 1.5 + 0.01 * c));
+  }
+  const FinalRoundSize size{3, 6, 0.10, 0};
+  auto rules_in = [&] {
+    const std::vector<TuneCandidate> final_round =
+        FinalRound(candidates, results, matrix, {}, size);
+    std::vector<std::string> rules;
+    for (const auto& f : final_round)
+      if (f.source == "heuristic") rules.push_back(f.json);
+    EXPECT_EQ(final_round.size(), 3 + rules.size());
+    return rules;
+  };
+  EXPECT_TRUE(rules_in().empty());  // 1.53 ms: 53% behind
+  results[4] = Timed(1.30);         // the fastest rule, 30% behind
+  EXPECT_EQ(rules_in(), (std::vector<std::string>{candidates[4].json}));
+  FinalRoundSize none = size;
+  none.rule_within = 0;
+  EXPECT_EQ(FinalRound(candidates, results, matrix, {}, none).size(), 3u);
+}
+
 TEST(FinalRound, ForACallCountPreparationCounts) {
   CooTensor matrix;
   const std::vector<TuneCandidate> candidates = SpmvCandidates(&matrix);
