@@ -38,6 +38,8 @@ struct GenOptions {
   std::string vertices, edges;
   int scale = 0, edge_factor = 16;
   double exponent = 2.1;
+  double mixing = 0.2, community_exponent = 1.5;
+  std::string min_community = "16", max_community = "4096";
   double density = 0, fill = 1.0, a = 0.57, b = 0.19, c = 0.19, diag_fraction = 0.5, alpha = 0.8;
   double row_variation = 0.5, col_variation = 0.5;
   int offdiagonals = 4;
@@ -254,6 +256,58 @@ void RegisterChungLu(CLI::App* gen) {
     Produce("chung-lu", o->common,
             Setting("vertices", std::to_string(p.vertices)) +
                 Setting("edges", std::to_string(p.edges)) + Setting("exponent", p.exponent),
+            0, [p] { return GenerateGraph(p); });
+  });
+}
+
+void RegisterCommunities(CLI::App* gen) {
+  auto o = std::make_shared<GenOptions>();
+  CLI::App* sub = AddKind(
+      gen, "communities",
+      "Power-law degree graph with planted communities (as in the LFR benchmark): Chung-Lu "
+      "weights shuffled over the vertices, which fall into communities of power-law sizes; each "
+      "pair's second endpoint is drawn from the first one's community, or with probability "
+      "--mixing from the whole graph; self loops and duplicates dropped, vertices relabelled at "
+      "random (crawled and social graphs hold such communities under labels that hide them)",
+      *o);
+  sub->add_option("--vertices", o->vertices, std::string("Vertices") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--edges", o->edges, std::string("Endpoint pairs drawn") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--exponent", o->exponent, "Exponent of the degree distribution")
+      ->capture_default_str();
+  sub->add_option("--mixing", o->mixing, "Share of pairs drawn across the whole graph, in [0, 1]")
+      ->capture_default_str();
+  sub->add_option("--min-community", o->min_community, "Smallest community (vertices)")
+      ->type_name("COUNT")
+      ->capture_default_str();
+  sub->add_option("--max-community", o->max_community,
+                  "Largest drawn community (vertices; the last one also takes the remainder)")
+      ->type_name("COUNT")
+      ->capture_default_str();
+  sub->add_option("--community-exponent", o->community_exponent,
+                  "Exponent of the community size distribution, in [1, 10]")
+      ->capture_default_str();
+  sub->callback([o] {
+    GraphParams p;
+    SetCommon(p, o->common);
+    p.model = GraphModel::kCommunities;
+    p.vertices = Count(o->vertices, "vertices");
+    p.edges = Count(o->edges, "edges");
+    p.exponent = o->exponent;
+    p.mixing = o->mixing;
+    p.min_community = Count(o->min_community, "min-community");
+    p.max_community = Count(o->max_community, "max-community");
+    p.community_exponent = o->community_exponent;
+    Produce("communities", o->common,
+            Setting("vertices", std::to_string(p.vertices)) +
+                Setting("edges", std::to_string(p.edges)) + Setting("exponent", p.exponent) +
+                Setting("mixing", p.mixing) +
+                Setting("min-community", std::to_string(p.min_community)) +
+                Setting("max-community", std::to_string(p.max_community)) +
+                Setting("community-exponent", p.community_exponent),
             0, [p] { return GenerateGraph(p); });
   });
 }
@@ -499,6 +553,7 @@ void RegisterMatrixKinds(CLI::App* gen) {
   RegisterPowerlaw(gen);
   RegisterGraph500(gen);
   RegisterChungLu(gen);
+  RegisterCommunities(gen);
   RegisterBanded(gen);
   RegisterBlocked(gen);
   RegisterStencils(gen);

@@ -57,13 +57,23 @@ CooTensor GeneratePowerLaw(const PowerLawParams& params);
 //  - kChungLu: expected degrees following a power law, vertex r of weight (r + 1)^(-1 /
 //    (exponent - 1)), each endpoint drawn in proportion to its weight: the heavy-tailed degree
 //    distribution of SNAP's social and web graphs (exponent about 2 to 3).
-enum class GraphModel { kGraph500, kChungLu };
+//  - kCommunities: Chung-Lu degrees with planted communities, as in the LFR benchmark: the
+//    vertices fall into communities of power-law sizes (exponent community_exponent, between
+//    min_community and max_community vertices), and each pair's second endpoint is drawn
+//    within the first one's community, by weight, or with probability `mixing` from the whole
+//    graph; the weights are shuffled over the vertices, so hubs sit in communities of any size.
+//    Crawled and social graphs have this structure; with random labels it is hidden, and an
+//    ordering can find it again.
+enum class GraphModel { kGraph500, kChungLu, kCommunities };
 struct GraphParams : GenerateCommon {
   GraphModel model = GraphModel::kGraph500;
   int64_t vertices = 0;  // Graph500: a power of two
   int64_t edges = 0;     // endpoint pairs drawn
   double a = 0.57, b = 0.19, c = 0.19;
   double exponent = 2.1;
+  double mixing = 0.2;
+  int64_t min_community = 16, max_community = 4096;
+  double community_exponent = 1.5;
 };
 CooTensor GenerateGraph(const GraphParams& params);
 

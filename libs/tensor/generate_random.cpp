@@ -192,6 +192,94 @@ CooTensor GeneratePowerLaw(const PowerLawParams& p) {
   return t;
 }
 
+namespace {
+
+void CheckCommunities(const GraphParams& p) {
+  if (!(p.mixing >= 0.0 && p.mixing <= 1.0))
+    throw InputError("the mixing fraction must be in [0, 1] (got " + std::to_string(p.mixing) +
+                     ")");
+  if (p.min_community < 2 || p.max_community < p.min_community)
+    throw InputError("community sizes need 2 <= min-community <= max-community (got " +
+                     std::to_string(p.min_community) + " and " + std::to_string(p.max_community) +
+                     ")");
+  if (p.min_community > p.vertices)
+    throw InputError("min-community " + std::to_string(p.min_community) + " exceeds the " +
+                     std::to_string(p.vertices) + " vertices");
+  if (!(p.community_exponent >= 1.0 && p.community_exponent <= 10.0))
+    throw InputError("the community size exponent must be in [1, 10] (got " +
+                     std::to_string(p.community_exponent) + ")");
+}
+
+// Chung-Lu's weight of the vertex of rank r (0 the heaviest).
+double RankWeight(int64_t r, double exponent) {
+  return std::pow(double(r + 1), -1.0 / (exponent - 1.0));
+}
+
+// Plants the communities: sizes drawn from the power law of exponent community_exponent
+// truncated to [min_community, max_community] (by inverting its distribution; log-uniform at
+// exponent 1) until the vertices are used up, a remainder too small for a community of its own
+// joining the last one. Then, as LFR does, each vertex goes to a random community with room
+// for its expected internal degree (twice it, so that few pairs repeat; capped at the largest
+// community), the heaviest first. Returns the weight rank of each vertex, the vertices of a
+// community numbered together; `start` gets the first vertex of each community and, last, the
+// vertex count.
+std::vector<int64_t> PlantCommunities(const GraphParams& p, std::vector<int64_t>* start) {
+  Rng rng(p.seed, gen::kStreamLayout);
+  const double lo = double(p.min_community), hi = double(std::min(p.max_community, p.vertices));
+  const double t = 1.0 - p.community_exponent;
+  auto draw_size = [&]() -> int64_t {
+    const double u = rng.Unit();
+    const double size =
+        t == 0.0 ? lo * std::pow(hi / lo, u)
+                 : std::pow(std::pow(lo, t) + u * (std::pow(hi, t) - std::pow(lo, t)), 1.0 / t);
+    return std::clamp<int64_t>(static_cast<int64_t>(size), p.min_community, int64_t(hi));
+  };
+  std::vector<int64_t> size;
+  for (int64_t used = 0; used < p.vertices;) {
+    const int64_t next = used + draw_size();
+    if (next > p.vertices || p.vertices - next < p.min_community) {
+      size.push_back(p.vertices - used);
+      break;
+    }
+    size.push_back(next - used);
+    used = next;
+  }
+  // Communities from the largest down: those with room for a vertex's need form a prefix that
+  // grows as the needs fall.
+  std::vector<int64_t> by_size(size.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](int64_t a, int64_t b) { return size[a] > size[b]; });
+  double total_weight = 0;
+  for (int64_t r = 0; r < p.vertices; ++r) total_weight += RankWeight(r, p.exponent);
+  std::vector<std::vector<int64_t>> members(size.size());
+  std::vector<int64_t> open;  // communities of the prefix with a free place
+  size_t prefix = 0;
+  for (int64_t r = 0; r < p.vertices; ++r) {
+    const double degree = 2.0 * double(p.edges) * RankWeight(r, p.exponent) / total_weight;
+    const double need = std::min(2.0 * (1.0 - p.mixing) * degree, double(size[by_size[0]]));
+    while (prefix < by_size.size() && (open.empty() || double(size[by_size[prefix]]) >= need))
+      open.push_back(by_size[prefix++]);
+    const size_t pick = rng.Below(open.size());
+    const int64_t c = open[pick];
+    members[c].push_back(r);
+    if (static_cast<int64_t>(members[c].size()) == size[c]) {
+      open[pick] = open.back();
+      open.pop_back();
+    }
+  }
+  std::vector<int64_t> rank_at;
+  rank_at.reserve(p.vertices);
+  start->assign(1, 0);
+  for (const std::vector<int64_t>& m : members) {
+    rank_at.insert(rank_at.end(), m.begin(), m.end());
+    start->push_back(static_cast<int64_t>(rank_at.size()));
+  }
+  return rank_at;
+}
+
+}  // namespace
+
 CooTensor GenerateGraph(const GraphParams& p) {
   gen::CheckDimension(p.vertices, "vertices");
   if (p.vertices < 2) throw InputError("a graph needs at least 2 vertices");
@@ -207,34 +295,59 @@ CooTensor GenerateGraph(const GraphParams& p) {
   const double d = 1.0 - p.a - p.b - p.c;
   if (p.model == GraphModel::kGraph500 && (!(p.a >= 0 && p.b >= 0 && p.c >= 0) || d < -1e-12))
     throw InputError("R-MAT probabilities a, b, c must be non-negative with a + b + c <= 1");
-  if (p.model == GraphModel::kChungLu && !(p.exponent > 1.0 && p.exponent <= 10.0))
+  const bool weighted = p.model == GraphModel::kChungLu || p.model == GraphModel::kCommunities;
+  if (weighted && !(p.exponent > 1.0 && p.exponent <= 10.0))
     throw InputError("the degree exponent must be in (1, 10] (got " + std::to_string(p.exponent) +
                      ")");
-  // Chung-Lu: the cumulative weights, endpoints by binary search on a uniform draw.
+  if (p.model == GraphModel::kCommunities) CheckCommunities(p);
+  // Chung-Lu: the cumulative weights, endpoints by binary search on a uniform draw. With
+  // communities, community c holds the vertices [community_start[c], community_start[c + 1]).
   std::vector<double> cumulative;
-  if (p.model == GraphModel::kChungLu) {
+  std::vector<int64_t> community_start;
+  std::vector<int32_t> community_of;
+  if (weighted) {
+    std::vector<int64_t> rank_at;  // the weight rank of each vertex, communities planted
+    if (p.model == GraphModel::kCommunities) rank_at = PlantCommunities(p, &community_start);
     cumulative.resize(p.vertices);
     double total = 0;
-    for (int64_t r = 0; r < p.vertices; ++r) {
-      total += std::pow(double(r + 1), -1.0 / (p.exponent - 1.0));
-      cumulative[r] = total;
+    for (int64_t v = 0; v < p.vertices; ++v) {
+      total += RankWeight(rank_at.empty() ? v : rank_at[v], p.exponent);
+      cumulative[v] = total;
     }
     for (double& x : cumulative) x /= total;
+  }
+  if (p.model == GraphModel::kCommunities) {
+    community_of.resize(p.vertices);
+    for (size_t c = 0; c + 1 < community_start.size(); ++c)
+      std::fill(community_of.begin() + community_start[c],
+                community_of.begin() + community_start[c + 1], static_cast<int32_t>(c));
   }
   auto threshold = [](double prob) {
     return static_cast<uint64_t>(std::min(1.0, std::max(0.0, prob)) * 4294967296.0);
   };
   const uint64_t t_a = threshold(p.a), t_ab = threshold(p.a + p.b),
                  t_abc = threshold(p.a + p.b + p.c);
-  auto endpoint = [&](Rng& rng) -> int64_t {
-    const double u = rng.Unit();
-    const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), u);
-    return std::min<int64_t>(it - cumulative.begin(), p.vertices - 1);
+  // A vertex of [lo, hi) drawn by weight.
+  auto endpoint_in = [&](Rng& rng, int64_t lo, int64_t hi) -> int64_t {
+    const double below = lo > 0 ? cumulative[lo - 1] : 0.0;
+    const double u = below + rng.Unit() * (cumulative[hi - 1] - below);
+    const auto it = std::upper_bound(cumulative.begin() + lo, cumulative.begin() + hi, u);
+    return std::min<int64_t>(it - cumulative.begin(), hi - 1);
   };
   auto draw_pair = [&](Rng& rng, int64_t* i, int64_t* j) {
     if (p.model == GraphModel::kChungLu) {
-      *i = endpoint(rng);
-      *j = endpoint(rng);
+      *i = endpoint_in(rng, 0, p.vertices);
+      *j = endpoint_in(rng, 0, p.vertices);
+      return;
+    }
+    if (p.model == GraphModel::kCommunities) {
+      *i = endpoint_in(rng, 0, p.vertices);
+      if (rng.Unit() < p.mixing) {
+        *j = endpoint_in(rng, 0, p.vertices);
+      } else {
+        const int32_t c = community_of[*i];
+        *j = endpoint_in(rng, community_start[c], community_start[c + 1]);
+      }
       return;
     }
     uint64_t r = 0, c = 0, word = 0;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "base/errors.hpp"
@@ -368,6 +369,58 @@ TEST(Graph, Graph500AndChungLuAreSymmetricSkewedAndReproducible) {
   bad.model = GraphModel::kChungLu;
   bad.exponent = 1.0;
   EXPECT_THROW(GenerateGraph(bad), InputError);
+}
+
+// The components of a graph's pattern: the size of each vertex's, by union-find.
+std::vector<int64_t> ComponentSizes(const CooTensor& t) {
+  const int64_t n = t.dims[0];
+  std::vector<int64_t> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](int64_t v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  for (int64_t e = 0; e < t.nnz(); ++e) parent[find(t.coords[0][e])] = find(t.coords[1][e]);
+  std::vector<int64_t> size(n, 0);
+  for (int64_t v = 0; v < n; ++v) ++size[find(v)];
+  return size;
+}
+
+// Planted communities: without mixing every edge stays inside one, so no component outgrows the
+// largest community (plus the remainder the last one takes); with mixing they join up.
+TEST(Graph, CommunitiesHoldTheirEdgesUnlessMixed) {
+  GraphParams p;
+  p.model = GraphModel::kCommunities;
+  p.vertices = 20000;
+  p.edges = 8 * 20000;
+  p.min_community = 20;
+  p.max_community = 400;
+  p.mixing = 0.0;
+  const CooTensor closed = GenerateGraph(p);
+  ExpectWellFormed(closed);
+  EXPECT_GT(closed.nnz(), p.edges);
+  const std::vector<int64_t> closed_sizes = ComponentSizes(closed);
+  EXPECT_LE(*std::max_element(closed_sizes.begin(), closed_sizes.end()),
+            p.max_community + p.min_community);
+  for (int64_t e = 0; e < closed.nnz(); ++e) ASSERT_NE(closed.coords[0][e], closed.coords[1][e]);
+  p.mixing = 0.3;
+  const CooTensor mixed = GenerateGraph(p);
+  const std::vector<int64_t> mixed_sizes = ComponentSizes(mixed);
+  EXPECT_GT(*std::max_element(mixed_sizes.begin(), mixed_sizes.end()), p.vertices / 2);
+  // Heavy-tailed degrees, hubs not at the front, reproducible, and another seed differs.
+  const std::vector<int64_t> degree = RowCounts(mixed);
+  const double mean = double(mixed.nnz()) / double(p.vertices);
+  EXPECT_GT(*std::max_element(degree.begin(), degree.end()), 10 * mean);
+  EXPECT_NE(std::max_element(degree.begin(), degree.end()) - degree.begin(), 0);
+  EXPECT_EQ(PatternFingerprint(GenerateGraph(p)), PatternFingerprint(mixed));
+  p.seed = 2;
+  EXPECT_NE(PatternFingerprint(GenerateGraph(p)), PatternFingerprint(mixed));
+  for (auto bad : {std::pair<double, int64_t>{1.5, 16}, {0.2, 1}, {-0.1, 16}}) {
+    GraphParams q = p;
+    q.mixing = bad.first;
+    q.min_community = bad.second;
+    EXPECT_THROW(GenerateGraph(q), InputError);
+  }
 }
 
 TEST(Banded, WithinBandAndFull) {
