@@ -113,14 +113,23 @@ KernelRunner::Reordering* KernelRunner::ReorderingFor(OrderingKind kind, std::st
   return &reorderings_.back().second;
 }
 
-KernelRunner::Reordering KernelRunner::Renumber(OrderingKind kind) const {
+KernelRunner::Reordering KernelRunner::Renumber(OrderingKind kind) {
+  auto known = std::find_if(orderings_.begin(), orderings_.end(),
+                            [&](const auto& entry) { return entry.first == kind; });
+  if (known == orderings_.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    ComputedOrdering computed;
+    computed.ordering = std::make_shared<const MatrixOrdering>(ComputeOrdering(sparse_, kind));
+    computed.ms = MsSince(start);
+    orderings_.emplace_back(kind, std::move(computed));
+    known = orderings_.end() - 1;
+  }
   const auto start = std::chrono::steady_clock::now();
   Reordering r;
-  auto ordering = std::make_shared<MatrixOrdering>(ComputeOrdering(sparse_, kind));
-  if (!ordering->cols.empty())
-    r.tensor = std::make_shared<const CooTensor>(PermuteMatrix(sparse_, *ordering));
-  r.ordering = std::move(ordering);
-  r.ms = MsSince(start);
+  r.ordering = known->second.ordering;
+  if (!r.ordering->cols.empty())
+    r.tensor = std::make_shared<const CooTensor>(PermuteMatrix(sparse_, *r.ordering));
+  r.ms = known->second.ms + MsSince(start);
   return r;
 }
 
