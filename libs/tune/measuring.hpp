@@ -138,6 +138,16 @@ RunResult MedianContest(const std::vector<RunResult>& contests);
 // apart came out of three contests 1.2% apart the other way, and the slower was stored.
 std::vector<size_t> RunoffFinalists(const std::vector<RunResult>& typical, double within);
 
+// Whether a finalist's contests together saw fewer than kMinPlacementRounds rounds of a thread
+// placement that the process has seen that many of (`seen`) and in at least
+// kMinMissedPlacementShare of its rounds (FarShare), so that its time is one placement's alone
+// while its rivals' may weigh both, and the other would weigh enough to matter.
+bool MissesAPlacement(const std::vector<RunResult>& contests, const PlacementTally& seen);
+constexpr double kMinMissedPlacementShare = 0.15;
+
+// At most this many more contests of the run-off, while one of its finalists MissesAPlacement.
+constexpr int kMaxPlacementContests = 6;
+
 // How much slower (above 1) or faster than in the first round the final round ran: the median,
 // over the finalists timed in both, of the final round's time over the first's (`first_round[o]`
 // and `final_round[o]` are one schedule's), or 1 when it is within kDriftTolerance or none ran in

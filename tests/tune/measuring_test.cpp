@@ -268,6 +268,38 @@ TEST(FinalRound, ThoseCloseToTheFastestAreTimedAgain) {
   EXPECT_TRUE(RunoffFinalists({Timed(1.0)}, 0.05).empty());
 }
 
+TEST(FinalRound, ARunoffGoesOnUntilEachFinalistSawBothPlacements) {
+  auto contest = [](int near, int far) {
+    RunResult r = Timed(1.0);
+    r.time.near_rounds = near;
+    r.time.far_rounds = far;
+    return r;
+  };
+  PlacementTally host;  // a host that moves the threads between near and far cores
+  host.near_rounds = 40;
+  host.far_rounds = 20;
+  // Seven contests all near: its time is the near placement's alone.
+  EXPECT_TRUE(MissesAPlacement(std::vector<RunResult>(7, contest(2, 0)), host));
+  // Far rounds spread over contests count together.
+  EXPECT_TRUE(MissesAPlacement({contest(5, 1), contest(4, 1)}, host));
+  EXPECT_FALSE(MissesAPlacement({contest(5, 1), contest(4, 1), contest(0, 1)}, host));
+  // A host that has not shown both placements (or has, too rarely) asks for nothing more.
+  PlacementTally near_only;
+  near_only.near_rounds = 60;
+  near_only.far_rounds = 2;
+  EXPECT_FALSE(MissesAPlacement({contest(7, 0)}, near_only));
+  // Nor one whose missing placement is rare enough to weigh little (near in 5% of rounds).
+  PlacementTally mostly_far;
+  mostly_far.near_rounds = 20;
+  mostly_far.far_rounds = 380;
+  EXPECT_FALSE(MissesAPlacement({contest(0, 9)}, mostly_far));
+  EXPECT_TRUE(MissesAPlacement({contest(9, 0)}, mostly_far));
+  // Nor does a finalist that did not run: more contests would not change that.
+  RunResult timed_out = contest(1, 0);
+  timed_out.status = RunStatus::kTimedOut;
+  EXPECT_FALSE(MissesAPlacement({contest(3, 0), timed_out}, host));
+}
+
 TEST(FinalRound, AFinalistThatTimedOutInAnyContestIsNotTrusted) {
   RunResult timed_out = Timed(50.0);
   timed_out.status = RunStatus::kTimedOut;
