@@ -230,6 +230,18 @@ void RegisterGraph500(CLI::App* gen) {
   });
 }
 
+// The options of the graphs with Chung-Lu degrees: vertices, pairs drawn, degree exponent.
+void AddDegreeGraphOptions(CLI::App* sub, GenOptions& o) {
+  sub->add_option("--vertices", o.vertices, std::string("Vertices") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--edges", o.edges, std::string("Endpoint pairs drawn") + kCountHelp)
+      ->type_name("COUNT")
+      ->required();
+  sub->add_option("--exponent", o.exponent, "Exponent of the degree distribution")
+      ->capture_default_str();
+}
+
 void RegisterChungLu(CLI::App* gen) {
   auto o = std::make_shared<GenOptions>();
   CLI::App* sub = AddKind(
@@ -238,14 +250,7 @@ void RegisterChungLu(CLI::App* gen) {
       "degree ~ rank^(-1/(exponent-1)), as in SNAP's social and web graphs; --edges pairs "
       "drawn, self loops and duplicates dropped, vertices relabelled at random",
       *o);
-  sub->add_option("--vertices", o->vertices, std::string("Vertices") + kCountHelp)
-      ->type_name("COUNT")
-      ->required();
-  sub->add_option("--edges", o->edges, std::string("Endpoint pairs drawn") + kCountHelp)
-      ->type_name("COUNT")
-      ->required();
-  sub->add_option("--exponent", o->exponent, "Exponent of the degree distribution")
-      ->capture_default_str();
+  AddDegreeGraphOptions(sub, *o);
   sub->callback([o] {
     GraphParams p;
     SetCommon(p, o->common);
@@ -270,14 +275,7 @@ void RegisterCommunities(CLI::App* gen) {
       "--mixing from the whole graph; self loops and duplicates dropped, vertices relabelled at "
       "random (crawled and social graphs hold such communities under labels that hide them)",
       *o);
-  sub->add_option("--vertices", o->vertices, std::string("Vertices") + kCountHelp)
-      ->type_name("COUNT")
-      ->required();
-  sub->add_option("--edges", o->edges, std::string("Endpoint pairs drawn") + kCountHelp)
-      ->type_name("COUNT")
-      ->required();
-  sub->add_option("--exponent", o->exponent, "Exponent of the degree distribution")
-      ->capture_default_str();
+  AddDegreeGraphOptions(sub, *o);
   sub->add_option("--mixing", o->mixing, "Share of pairs drawn across the whole graph, in [0, 1]")
       ->capture_default_str();
   sub->add_option("--min-community", o->min_community, "Smallest community (vertices)")
