@@ -17,6 +17,8 @@ const std::map<std::string, std::string>& Examples() {
       {"gen graph500", "sparsetune gen graph500 --scale 18 --edge-factor 16 -o graph500.mtx"},
       {"gen chung-lu",
        "sparsetune gen chung-lu --vertices 1M --edges 5M --exponent 2.1 -o social.mtx"},
+      {"gen communities",
+       "sparsetune gen communities --vertices 1M --edges 10M --mixing 0.2 -o communities.mtx"},
       {"gen banded", "sparsetune gen banded --rows 1M --bandwidth 8 --fill 0.6 -o banded.mtx"},
       {"gen blocked",
        "sparsetune gen blocked --rows 100k --block 4 --nnz 2M --block-fill 0.8 -o blocked.mtx"},
