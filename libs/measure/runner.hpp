@@ -147,9 +147,8 @@ class KernelRunner {
   PackOutcome PackOperand(Reordering* reordering, const StorageFormat& format,
                           const PackOptions& pack_options, double* renumbering_ms) const;
   Reordering* ReorderingFor(OrderingKind kind, std::string* refusal);
-  // Computes the ordering and renumbers the operand by it, timed; `kind` must apply.
-  // The ordering computed once per kind and runner (ms: the computation, the time it took
-  // then, plus permuting the entries now).
+  // Renumbers the operand by the ordering of `kind` (which must apply), computed the first
+  // time only; ms: the computation's time, then, plus permuting the entries now.
   Reordering Renumber(OrderingKind kind);
   bool Verify(const ValueBuffer& output, const PackedTensor& packed, int output_levels,
               std::string* message, double* max_error);
