@@ -356,6 +356,10 @@ TuneCandidateResult LineOf(const TuneCandidate& candidate, const RunResult& r) {
     line.time_ms = r.time.median_ms;
     line.pack_ms = r.pack_ms + r.ordering_ms;
     line.ordering_ms = r.ordering_ms;
+    line.near_rounds = r.time.near_rounds;
+    line.far_rounds = r.time.far_rounds;
+    line.near_ms = r.time.near_ms;
+    line.far_ms = r.time.far_ms;
   }
   return line;
 }

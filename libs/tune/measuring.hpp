@@ -180,6 +180,12 @@ struct TuneCandidateResult {
   double pack_ms = 0;      // ordering and packing
   double ordering_ms = 0;  // of which ordering
   bool finalist = false;   // timed again in the final round
+  // The rounds of its time whose threads shared a last-level cache and whose did not, and its
+  // median in each (TimingResult): which placements the time weighs.
+  int near_rounds = 0;
+  int far_rounds = 0;
+  double near_ms = 0;
+  double far_ms = 0;
 };
 
 struct Measured {

@@ -206,6 +206,11 @@ nlohmann::json TuneReport::ToJson() const {
       j["pack_ms"] = c.pack_ms;
       if (c.ordering_ms > 0) j["ordering_ms"] = c.ordering_ms;
       if (c.finalist) j["final"] = true;
+      if (c.near_rounds + c.far_rounds > 0) {
+        j["placements"] = {{"near_rounds", c.near_rounds}, {"far_rounds", c.far_rounds}};
+        if (c.near_rounds > 0) j["placements"]["near_ms"] = c.near_ms;
+        if (c.far_rounds > 0) j["placements"]["far_ms"] = c.far_ms;
+      }
     } else {
       j["time_ms"] = nullptr;
       j["message"] = c.message;
