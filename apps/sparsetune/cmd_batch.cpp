@@ -34,9 +34,7 @@ struct BatchOptions {
   std::string db;
   std::string shard;
   std::string summary;
-  int top_k = 0;  // the model's own (ModelTopK)
-  int refine = 8;
-  int refine_steps = 1;
+  SearchBudget budget;
   int samples = -1;
   std::shared_ptr<bool> samples_given = std::make_shared<bool>(false);
   std::string model;
@@ -118,7 +116,7 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   if (*o.samples_given && (o.samples < 0 || o.samples > kMaxSamples))
     throw InputError("--samples must be from 0 to " + std::to_string(kMaxSamples));
   if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
-  CheckSearchBudget(o.top_k, o.refine, o.refine_steps);
+  CheckSearchBudget(o.budget);
   BatchRequest request;
   request.paths = o.paths;
   request.catalog_path = o.catalog;
@@ -138,9 +136,10 @@ void RunBatchCommand(const BatchOptions& o, Context& context) {
   tune.use_model = !o.no_model;
   tune.sample_generic = *o.samples_given;
   tune.max_ms = o.max_ms;
-  tune.top_k = o.top_k;
-  tune.refine = o.refine;
-  tune.refine_steps = o.refine_steps;
+  tune.top_k = o.budget.top_k;
+  tune.refine = o.budget.refine;
+  tune.refine_steps = o.budget.refine_steps;
+  tune.leader_round = o.budget.leader_round;
   tune.seed = o.seed;
   tune.calls = o.calls;
   tune.tuned_order = o.tuned_order;
@@ -242,7 +241,7 @@ void RegisterBatch(CLI::App& app, Context& context) {
   sub->add_option("--summary", o->summary,
                   "Write one CSV row per matrix (name, path, status, nnz, winner_ms, "
                   "fixed_csr_ms, speedup, tune_ms, message) as each finishes");
-  AddSearchBudgetOptions(sub, o->top_k, o->refine, o->refine_steps);
+  AddSearchBudgetOptions(sub, o->budget);
   sub->add_option_function<int>(
       "--samples",
       [o](const int& n) {

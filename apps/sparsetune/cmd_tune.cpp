@@ -29,9 +29,7 @@ struct TuneOptions {
   std::string file;
   KernelOptions kernel;
   std::string db;
-  int top_k = 0;  // the model's own (ModelTopK)
-  int refine = 8;
-  int refine_steps = 1;
+  SearchBudget budget;
   int search_ef = 100;
   int samples = -1;
   std::string model;
@@ -210,7 +208,7 @@ void RunTune(const TuneOptions& o) {
   if (!o.model.empty() && o.no_model) throw InputError("--model and --no-model exclude each other");
   if (o.search_ef < 1 || o.search_ef > kMaxSearchEf)
     throw InputError("--search-ef must be from 1 to " + std::to_string(kMaxSearchEf));
-  CheckSearchBudget(o.top_k, o.refine, o.refine_steps);
+  CheckSearchBudget(o.budget);
   TuneRequest request;
   request.path = o.file;
   request.kernel = k.name == "expr" ? "" : k.name;
@@ -224,9 +222,10 @@ void RunTune(const TuneOptions& o) {
   // An explicit --samples also samples kernels without a WACO template.
   request.sample_generic = o.samples_given && *o.samples_given;
   request.max_ms = o.max_ms;
-  request.top_k = o.top_k;
-  request.refine = o.refine;
-  request.refine_steps = o.refine_steps;
+  request.top_k = o.budget.top_k;
+  request.refine = o.budget.refine;
+  request.refine_steps = o.budget.refine_steps;
+  request.leader_round = o.budget.leader_round;
   request.search_ef = o.search_ef;
   request.force = o.force;
   request.calls = o.calls;
@@ -363,7 +362,7 @@ void RegisterTune(CLI::App& app, Context& context) {
   sub->add_option("FILE", o->file, "Sparse matrix or tensor file")->required();
   AddKernelOptions(sub, o->kernel);
   AddDatabaseOption(sub, o->db);
-  AddSearchBudgetOptions(sub, o->top_k, o->refine, o->refine_steps);
+  AddSearchBudgetOptions(sub, o->budget);
   sub->add_option_function<int>(
       "--samples",
       [o](const int& n) {

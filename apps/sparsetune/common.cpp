@@ -277,26 +277,32 @@ CLI::Validator FiniteNumber(bool allow_zero, double most) {
       "NUMBER " + range);
 }
 
-void AddSearchBudgetOptions(CLI::App* sub, int& top_k, int& refine, int& refine_steps) {
-  sub->add_option("--top-k", top_k,
+void AddSearchBudgetOptions(CLI::App* sub, SearchBudget& budget) {
+  sub->add_option("--top-k", budget.top_k,
                   "Cost-model candidates to measure (default 0: as many as the model's manifest "
                   "says, tune_top_k; the shipped SDDMM model's 30, the others' 10)");
-  sub->add_option("--refine", refine,
+  sub->add_option("--refine", budget.refine,
                   "Second-round schedules a step, one move from the fastest so far (0: none)")
       ->capture_default_str();
-  sub->add_option("--refine-steps", refine_steps,
+  sub->add_option("--refine-steps", budget.refine_steps,
                   "Steps of the second round, each from the fastest after the step before")
+      ->capture_default_str();
+  sub->add_option("--leader-round", budget.leader_round,
+                  "Schedules one move from the final round's winner, timed beside it in three "
+                  "more contests (0: none)")
       ->capture_default_str();
 }
 
-void CheckSearchBudget(int top_k, int refine, int refine_steps) {
-  if (top_k < 0 || top_k > kMaxTopK)
+void CheckSearchBudget(const SearchBudget& budget) {
+  if (budget.top_k < 0 || budget.top_k > kMaxTopK)
     throw InputError("--top-k must be from 1 to " + std::to_string(kMaxTopK) +
                      " (0: the model's own)");
-  if (refine < 0 || refine > kMaxTopK)
+  if (budget.refine < 0 || budget.refine > kMaxTopK)
     throw InputError("--refine must be from 0 to " + std::to_string(kMaxTopK));
-  if (refine_steps < 1 || refine_steps > kMaxRefineSteps)
+  if (budget.refine_steps < 1 || budget.refine_steps > kMaxRefineSteps)
     throw InputError("--refine-steps must be from 1 to " + std::to_string(kMaxRefineSteps));
+  if (budget.leader_round < 0 || budget.leader_round > kMaxTopK)
+    throw InputError("--leader-round must be from 0 to " + std::to_string(kMaxTopK));
 }
 
 CLI::Validator CountIn(int64_t lo, int64_t hi) {

@@ -78,10 +78,16 @@ constexpr int kMaxRefineSteps = 100;
 // A whole number from lo to hi.
 CLI::Validator CountIn(int64_t lo, int64_t hi);
 
-// tune's and batch's --top-k, --refine and --refine-steps, and their bounds (InputError when a
-// value is outside them).
-void AddSearchBudgetOptions(CLI::App* sub, int& top_k, int& refine, int& refine_steps);
-void CheckSearchBudget(int top_k, int refine, int refine_steps);
+// tune's and batch's --top-k, --refine, --refine-steps and --leader-round, and their bounds
+// (InputError when a value is outside them); the defaults are TuneRequest's.
+struct SearchBudget {
+  int top_k = 0;  // the model's own (ModelTopK)
+  int refine = 8;
+  int refine_steps = 1;
+  int leader_round = 6;
+};
+void AddSearchBudgetOptions(CLI::App* sub, SearchBudget& budget);
+void CheckSearchBudget(const SearchBudget& budget);
 
 // tune's, query's and batch's --calls N: the winner for N calls on one prepared operand (chosen
 // by preparation plus N calls, stored apart); 0, the default: the winner per call.

@@ -339,7 +339,7 @@ class Collection {
     std::vector<TuneCandidate> measured;
     std::vector<RunResult> results;
     for (const MeasurementRow& row : db_->TopK(key, std::numeric_limits<int>::max())) {
-      if (row.source == kRefinedSource) continue;
+      if (IsNeighbourSource(row.source)) continue;
       TuneCandidate candidate{ParseScheduleText(row.schedule.canonical_json, "a stored schedule"),
                               row.schedule.canonical_json, row.source};
       RunResult result;

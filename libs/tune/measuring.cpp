@@ -235,6 +235,17 @@ std::map<std::string, std::pair<double, double>> RetimeLeadersPreparation(Kernel
   return fresh;
 }
 
+// One contest of a round after the first (the `k`-th of the final round, or beyond), its
+// schedules packed afresh in an order of its own.
+std::vector<RunResult> LateContest(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
+                                   const ContestObserver& observer,
+                                   const std::vector<Schedule>& schedules, uint64_t k) {
+  ContestOptions round = contest;
+  round.timed_in_full.clear();  // its indices were the first round's
+  round.seed = contest.seed + 1 + k;
+  return MeasureTogether(runner, schedules, jit, round, observer);
+}
+
 // The final round (FinalRound), timed in options.final_contests contests, each packing its
 // schedules afresh in another order. Each finalist's median contest replaces its first-round
 // time, so the winner is chosen among times taken side by side, and a schedule that is fast in
@@ -259,10 +270,8 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
     if (progress.stage) progress.stage(stage);
     std::vector<Schedule> timed;
     for (size_t o : who) timed.push_back(final_round[o].schedule);
-    ContestOptions round = contest;
-    round.timed_in_full.clear();  // its indices were the first round's
-    round.seed = contest.seed + 1 + static_cast<uint64_t>(k);
-    const std::vector<RunResult> again = MeasureTogether(runner, timed, jit, round, observer);
+    const std::vector<RunResult> again =
+        LateContest(runner, jit, contest, observer, timed, static_cast<uint64_t>(k));
     for (size_t i = 0; i < who.size(); ++i) per_finalist[who[i]].push_back(again[i]);
   };
   std::vector<size_t> everyone(final_round.size());
@@ -334,6 +343,48 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
     }
   }
   m.stage_ms["final"] = MsSince(start);
+}
+
+// The leader round: the final round's winner beside schedules one move from it
+// (options.leader_round), in options.final_contests contests of their own. The second round
+// judged the neighbourhood of the first round's best by one contest's times each, taken minutes
+// apart on a host whose speed drifts (one SDDMM rule timed 30.3 ms in one tune's first round
+// and 22.3 ms in another's), so the winner's own neighbours, told apart from it only side by
+// side, are timed so; one that beats it becomes a finalist (JudgeLeaderRound).
+void MeasureLeaderRound(KernelRunner& runner, Jit& jit, const ContestOptions& contest,
+                        const ContestObserver& observer, const MeasuringOptions& options,
+                        const TuneProgress& progress, Measured& m) {
+  if (!options.leader_round || m.finalists.empty()) return;
+  const int leader = WinningCandidate(m);
+  if (leader < 0) return;
+  std::vector<TuneCandidate> near = options.leader_round(m.candidates, static_cast<size_t>(leader));
+  if (near.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Schedule> timed{m.candidates[leader].schedule};
+  for (const auto& c : near) timed.push_back(c.schedule);
+  const int contests = std::max(1, options.final_contests);
+  std::vector<std::vector<RunResult>> per_schedule(timed.size());
+  for (int k = 0; k < contests; ++k) {
+    if (progress.stage)
+      progress.stage("leader round, contest " + std::to_string(k + 1) + " of " +
+                     std::to_string(contests));
+    // Seeds apart from the final round's and its run-off's.
+    const std::vector<RunResult> again =
+        LateContest(runner, jit, contest, observer, timed, 100 + static_cast<uint64_t>(k));
+    for (size_t i = 0; i < timed.size(); ++i) per_schedule[i].push_back(again[i]);
+  }
+  std::vector<RunResult> typical(timed.size());
+  for (size_t i = 0; i < timed.size(); ++i) typical[i] = MedianContest(per_schedule[i]);
+  if (options.calls > 0) {
+    for (size_t o = 0; o < near.size(); ++o) RetimePreparation(runner, near[o], typical[o + 1]);
+  }
+  const LeaderRoundVerdict verdict = JudgeLeaderRound(m.results[leader], typical, options.calls);
+  for (size_t o = 0; o < near.size(); ++o) {
+    if (verdict.finalist[o]) m.finalists.push_back(m.candidates.size());
+    m.candidates.push_back(std::move(near[o]));
+    m.results.insert(m.results.end() - 1, verdict.neighbours[o]);  // the FixedCSR repeat stays last
+  }
+  m.stage_ms["leader"] = MsSince(start);
 }
 
 // The winner's renumbering and packing timed again on fresh memory: the report's preparation
@@ -471,6 +522,24 @@ RunResult MedianContest(const std::vector<RunResult>& contests) {
   return out;
 }
 
+LeaderRoundVerdict JudgeLeaderRound(const RunResult& leader_final,
+                                    const std::vector<RunResult>& typical, int64_t calls) {
+  LeaderRoundVerdict verdict;
+  if (typical.empty()) return verdict;
+  const RunResult& leader_here = typical[0];
+  const bool comparable = leader_final.ok() && leader_here.ok() && leader_here.time.median_ms > 0;
+  const double scale = comparable ? leader_final.time.median_ms / leader_here.time.median_ms : 1;
+  for (size_t o = 1; o < typical.size(); ++o) {
+    RunResult result = typical[o];
+    ScaleForDrift(result, scale);
+    verdict.finalist.push_back(comparable && result.ok() &&
+                               ChoiceCost(result, calls) <
+                                   (1 - kLeaderWinMargin) * ChoiceCost(leader_final, calls));
+    verdict.neighbours.push_back(std::move(result));
+  }
+  return verdict;
+}
+
 double ChoiceCost(const RunResult& result, int64_t calls) {
   if (calls <= 0) return result.time.median_ms;
   return result.ordering_ms + result.pack_ms + static_cast<double>(calls) * result.time.median_ms;
@@ -575,6 +644,7 @@ Measured MeasureCandidates(const Expression& expression, const CooTensor& tensor
     }
   }
   MeasureFinalRound(runner, jit, contest, observer, options, progress, m);
+  MeasureLeaderRound(runner, jit, contest, observer, options, progress, m);
   RetimeWinnersPreparation(runner, m);
   for (size_t c = 0; c < m.candidates.size(); ++c)
     m.lines.push_back(LineOf(m.candidates[c], m.results[c]));

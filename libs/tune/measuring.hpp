@@ -109,6 +109,9 @@ struct MeasuringOptions {
                                            const std::vector<RunResult>&)>
       second_round;
   int second_round_steps = 1;  // each step's schedules drawn from the results of all before it
+  // Schedules to time beside the final round's winner in a last round, given the candidates
+  // and the winner's index (tune's LeaderNeighbours); unset or none: no leader round.
+  std::function<std::vector<TuneCandidate>(const std::vector<TuneCandidate>&, size_t)> leader_round;
   // Contests of the final round, each packing afresh; a finalist's median one counts.
   int final_contests = 3;
   // Then the finalists within `runoff_within` of the fastest (RunoffFinalists) are timed in
@@ -147,6 +150,22 @@ constexpr double kMinMissedPlacementShare = 0.15;
 
 // At most this many more contests of the run-off, while one of its finalists MissesAPlacement.
 constexpr int kMaxPlacementContests = 6;
+
+// A neighbour of the final round's winner becomes a finalist when it beat the winner by this
+// much in the leader round's contests: within the noise of three medians it teaches nothing.
+constexpr double kLeaderWinMargin = 0.01;
+
+// The leader round's verdict on the winner's neighbours. `typical` holds the median contests of
+// that round, the winner's first; `leader_final` is the winner's final-round result. Each
+// neighbour's result is brought to the final round's times (scaled by the winner's time there
+// over its time here, so that the finalists compare as they ran beside it), and it becomes a
+// finalist when its ChoiceCost for `calls` beat the winner's by kLeaderWinMargin.
+struct LeaderRoundVerdict {
+  std::vector<RunResult> neighbours;  // typical[1...], scaled
+  std::vector<bool> finalist;
+};
+LeaderRoundVerdict JudgeLeaderRound(const RunResult& leader_final,
+                                    const std::vector<RunResult>& typical, int64_t calls);
 
 // How much slower (above 1) or faster than in the first round the final round ran: the median,
 // over the finalists timed in both, of the final round's time over the first's (`first_round[o]`

@@ -23,8 +23,47 @@ struct PoolEntry {
   size_t anchor_rank = 0;
 };
 
-// The neighbours of the `anchors` fastest verified schedules the template expresses, each
-// once (with the move of the fastest anchor that reaches it), none measured already.
+// The neighbours of up to `anchors` of the schedules `preferred` names (indices into
+// `measured`, best first) that the template expresses, each neighbour once (with the move of
+// the first anchor that reaches it), none measured already. Orderings are the final round's,
+// so a renumbered anchor is passed over, unless `renumbered_alike`: then its neighbours are
+// renumbered as it is.
+std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
+                                     const std::map<std::string, int64_t>& sizes,
+                                     const std::vector<TuneCandidate>& measured,
+                                     const std::vector<size_t>& preferred, int anchors,
+                                     bool renumbered_alike, const char* source) {
+  std::set<std::string> seen;  // kernels measured or pooled, as they run here
+  for (const auto& c : measured) seen.insert(KernelJsonHere(c.schedule));
+  std::vector<PoolEntry> pool;
+  size_t rank = 0;
+  for (size_t c : preferred) {
+    if (static_cast<int>(rank) >= anchors) break;
+    const OrderingKind ordering = measured[c].schedule.ordering;
+    if (ordering != OrderingKind::kNone && !renumbered_alike) continue;
+    Schedule unordered = measured[c].schedule;
+    unordered.ordering = OrderingKind::kNone;
+    const auto point = waco.FromSchedule(unordered, nullptr);
+    if (!point) continue;
+    std::vector<std::string> moves;
+    const std::vector<SuperSchedule> near = waco.Neighbours(*point, sizes, &moves);
+    for (size_t n = 0; n < near.size(); ++n) {
+      PoolEntry entry{{waco.ToSchedule(near[n]), "", source},
+                      moves[n],
+                      RefinementMoveWeights::AnchorOf(measured[c].source),
+                      rank};
+      entry.candidate.schedule.ordering = ordering;
+      entry.candidate.schedule.Canonicalize();
+      entry.candidate.json = entry.candidate.schedule.CanonicalJson();
+      if (seen.insert(KernelJsonHere(entry.candidate.schedule)).second)
+        pool.push_back(std::move(entry));
+    }
+    ++rank;
+  }
+  return pool;
+}
+
+// The first-round pool: the neighbours of the `anchors` fastest verified schedules.
 std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
                                      const std::map<std::string, int64_t>& sizes,
                                      const std::vector<TuneCandidate>& measured,
@@ -36,38 +75,47 @@ std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
   std::stable_sort(verified.begin(), verified.end(), [&](size_t a, size_t b) {
     return results[a].time.median_ms < results[b].time.median_ms;
   });
-  std::set<std::string> seen;  // kernels measured or pooled, as they run here
-  for (const auto& c : measured) seen.insert(KernelJsonHere(c.schedule));
-  std::vector<PoolEntry> pool;
-  size_t rank = 0;
-  for (size_t c : verified) {
-    if (static_cast<int>(rank) >= anchors) break;
-    // Orderings are the final round's; a renumbered variant's neighbours are its own.
-    if (measured[c].schedule.ordering != OrderingKind::kNone) continue;
-    const auto point = waco.FromSchedule(measured[c].schedule, nullptr);
-    if (!point) continue;
-    std::vector<std::string> moves;
-    const std::vector<SuperSchedule> near = waco.Neighbours(*point, sizes, &moves);
-    for (size_t n = 0; n < near.size(); ++n) {
-      PoolEntry entry{{waco.ToSchedule(near[n]), "", kRefinedSource},
-                      moves[n],
-                      RefinementMoveWeights::AnchorOf(measured[c].source),
-                      rank};
-      entry.candidate.schedule.Canonicalize();
-      entry.candidate.json = entry.candidate.schedule.CanonicalJson();
-      if (seen.insert(KernelJsonHere(entry.candidate.schedule)).second)
-        pool.push_back(std::move(entry));
+  return NeighbourPool(waco, sizes, measured, verified, anchors, false, kRefinedSource);
+}
+
+// Up to `options.count` of the pool, drawn at random (deterministic in the seed and
+// `rng_key`), uniformly or with the weights of their moves and anchors.
+std::vector<TuneCandidate> DrawFromPool(std::vector<PoolEntry> pool,
+                                        const RefinementOptions& options,
+                                        const std::string& rng_key) {
+  if (options.count <= 0) return {};
+  StableHasher hasher;
+  hasher.UpdateString(rng_key);
+  hasher.UpdateU64(options.seed);
+  std::mt19937_64 rng(hasher.Digest64());
+  if (options.weights && !options.weights->empty()) {
+    // Weighted sampling without replacement (Efraimidis and Spirakis): the largest keys
+    // log(u) / w, u uniform in (0, 1].
+    std::vector<std::pair<double, size_t>> keys;
+    for (size_t p = 0; p < pool.size(); ++p) {
+      const double u = (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53;
+      keys.emplace_back(
+          std::log(u) / options.weights->Weight(pool[p].move, pool[p].anchor, pool[p].anchor_rank),
+          p);
     }
-    ++rank;
+    std::sort(keys.begin(), keys.end(), std::greater<>());
+    std::vector<TuneCandidate> out;
+    for (size_t k = 0; k < keys.size() && static_cast<int>(out.size()) < options.count; ++k)
+      out.push_back(std::move(pool[keys[k].second].candidate));
+    return out;
   }
-  return pool;
+  std::shuffle(pool.begin(), pool.end(), rng);
+  if (static_cast<int>(pool.size()) > options.count) pool.resize(options.count);
+  std::vector<TuneCandidate> out;
+  for (PoolEntry& entry : pool) out.push_back(std::move(entry.candidate));
+  return out;
 }
 
 }  // namespace
 
 RefinementMoveWeights::Anchor RefinementMoveWeights::AnchorOf(const std::string& source) {
-  return source == "sampled" || source == "model" || source == kRefinedSource ? Anchor::kSearched
-                                                                              : Anchor::kRule;
+  return source == "sampled" || source == "model" || IsNeighbourSource(source) ? Anchor::kSearched
+                                                                               : Anchor::kRule;
 }
 
 const char* RefinementMoveWeights::AnchorName(Anchor anchor) {
@@ -164,6 +212,7 @@ RefinementMoveWeights LearnRefinementMoveWeights(Database& db, const std::string
         refined.push_back(row);
         continue;
       }
+      if (row->source == kLeaderSource) continue;  // drawn around the final round's winner
       Schedule schedule = ParseScheduleText(row->schedule.canonical_json, "a stored schedule");
       first.push_back({std::move(schedule), row->schedule.canonical_json, row->source});
       RunResult result;
@@ -227,32 +276,22 @@ std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
                                                 const RefinementOptions& options,
                                                 const std::string& rng_key) {
   if (options.count <= 0) return {};
-  std::vector<PoolEntry> pool = NeighbourPool(waco, sizes, measured, results, options.anchors);
-  StableHasher hasher;
-  hasher.UpdateString(rng_key);
-  hasher.UpdateU64(options.seed);
-  std::mt19937_64 rng(hasher.Digest64());
-  if (options.weights && !options.weights->empty()) {
-    // Weighted sampling without replacement (Efraimidis and Spirakis): the largest keys
-    // log(u) / w, u uniform in (0, 1].
-    std::vector<std::pair<double, size_t>> keys;
-    for (size_t p = 0; p < pool.size(); ++p) {
-      const double u = (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53;
-      keys.emplace_back(
-          std::log(u) / options.weights->Weight(pool[p].move, pool[p].anchor, pool[p].anchor_rank),
-          p);
-    }
-    std::sort(keys.begin(), keys.end(), std::greater<>());
-    std::vector<TuneCandidate> out;
-    for (size_t k = 0; k < keys.size() && static_cast<int>(out.size()) < options.count; ++k)
-      out.push_back(std::move(pool[keys[k].second].candidate));
-    return out;
-  }
-  std::shuffle(pool.begin(), pool.end(), rng);
-  if (static_cast<int>(pool.size()) > options.count) pool.resize(options.count);
-  std::vector<TuneCandidate> out;
-  for (PoolEntry& entry : pool) out.push_back(std::move(entry.candidate));
-  return out;
+  return DrawFromPool(NeighbourPool(waco, sizes, measured, results, options.anchors), options,
+                      rng_key);
+}
+
+std::vector<TuneCandidate> LeaderNeighbours(const WacoTemplate& waco,
+                                            const std::map<std::string, int64_t>& sizes,
+                                            const std::vector<TuneCandidate>& measured,
+                                            size_t leader, const RefinementOptions& options,
+                                            const std::string& rng_key) {
+  if (options.count <= 0 || leader >= measured.size()) return {};
+  return DrawFromPool(NeighbourPool(waco, sizes, measured, {leader}, 1, true, kLeaderSource),
+                      options, rng_key + "/leader");
+}
+
+bool IsNeighbourSource(const std::string& source) {
+  return source == kRefinedSource || source == kLeaderSource;
 }
 
 }  // namespace sparsetune

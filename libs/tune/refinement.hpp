@@ -32,6 +32,11 @@ namespace sparsetune {
 
 // The source tag of the schedules RefinementCandidates proposes.
 constexpr const char* kRefinedSource = "refined";
+// And of those LeaderNeighbours proposes (the leader round), apart so that the move weights
+// are learned from the second round alone, whose anchors a collection's times reproduce.
+constexpr const char* kLeaderSource = "leader";
+// Either of them: schedules drawn one move from others, not a first-round source.
+bool IsNeighbourSource(const std::string& source);
 
 class Database;
 
@@ -90,5 +95,14 @@ std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
                                                 const std::vector<RunResult>& results,
                                                 const RefinementOptions& options,
                                                 const std::string& rng_key);
+
+// Up to `options.count` distinct schedules (tagged kLeaderSource) one move from
+// `measured[leader]`, none measured already, drawn as RefinementCandidates draws them (its
+// `anchors` aside); a renumbered leader's neighbours are renumbered alike.
+std::vector<TuneCandidate> LeaderNeighbours(const WacoTemplate& waco,
+                                            const std::map<std::string, int64_t>& sizes,
+                                            const std::vector<TuneCandidate>& measured,
+                                            size_t leader, const RefinementOptions& options,
+                                            const std::string& rng_key);
 
 }  // namespace sparsetune

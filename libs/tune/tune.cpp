@@ -312,6 +312,17 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
                                     report.kernel + operand.fingerprint);
       };
     }
+    if (waco && request.leader_round > 0) {
+      RefinementOptions leader;
+      leader.count = request.leader_round;
+      leader.seed = request.seed;
+      leader.weights = &move_weights;
+      measuring.leader_round = [&, leader](const std::vector<TuneCandidate>& candidates,
+                                           size_t winner) {
+        return LeaderNeighbours(*waco, operand.sizes, candidates, winner, leader,
+                                report.kernel + operand.fingerprint);
+      };
+    }
     const Measured measured =
         MeasureCandidates(e, operand.tensor, operand.sizes, request.dtype, jit,
                           std::move(gathered.candidates), measuring, progress);

@@ -49,6 +49,9 @@ struct TuneRequest {
   // default: in ablation run 14 a second step won 4 of 11 no-model tunes but 1 of 11 with
   // the model (by 1%), for 8 more candidates each.
   int refine_steps = 1;
+  // Schedules one move from the final round's winner, timed beside it in a last round
+  // (measuring.hpp's leader round); 0: none.
+  int leader_round = 6;
   int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
   // Orderings tried on the best schedules of the first round (measuring.hpp).

@@ -308,5 +308,41 @@ TEST(FinalRound, AFinalistThatTimedOutInAnyContestIsNotTrusted) {
   EXPECT_THROW(MedianContest({}), std::invalid_argument);
 }
 
+// The leader round's neighbours are brought to the final round's times by the winner's time in
+// both, and one that beats the winner by more than kLeaderWinMargin joins the finalists.
+TEST(LeaderRound, ANeighbourThatBeatsTheWinnerBesideItBecomesAFinalist) {
+  // The winner ran 10 ms in the final round and 12 ms beside its neighbours: they are scaled by
+  // 10/12.
+  const std::vector<RunResult> typical{Timed(12.0), Timed(11.0), Timed(11.95), Timed(13.0)};
+  const LeaderRoundVerdict verdict = JudgeLeaderRound(Timed(10.0), typical, 0);
+  ASSERT_EQ(verdict.neighbours.size(), 3u);
+  ASSERT_EQ(verdict.finalist.size(), 3u);
+  EXPECT_NEAR(verdict.neighbours[0].time.median_ms, 11.0 * 10 / 12, 1e-9);
+  EXPECT_NEAR(verdict.neighbours[2].time.median_ms, 13.0 * 10 / 12, 1e-9);
+  EXPECT_TRUE(verdict.finalist[0]);
+  EXPECT_FALSE(verdict.finalist[1]) << "within the margin: 11.95 against 12";
+  EXPECT_FALSE(verdict.finalist[2]);
+
+  // Judged by the cost of a run's calls: a neighbour that renumbers pays for it.
+  std::vector<RunResult> ordered = typical;
+  ordered[1].ordering_ms = 50;
+  const LeaderRoundVerdict few_calls = JudgeLeaderRound(Timed(10.0), ordered, 20);
+  EXPECT_FALSE(few_calls.finalist[0]);
+  EXPECT_TRUE(JudgeLeaderRound(Timed(10.0), ordered, 1000).finalist[0]);
+}
+
+TEST(LeaderRound, NoNeighbourWinsAgainstAWinnerThatDidNotRunBesideIt) {
+  RunResult failed = Timed(12.0);
+  failed.status = RunStatus::kTimedOut;
+  const LeaderRoundVerdict verdict = JudgeLeaderRound(Timed(10.0), {failed, Timed(1.0)}, 0);
+  ASSERT_EQ(verdict.finalist.size(), 1u);
+  EXPECT_FALSE(verdict.finalist[0]);
+  EXPECT_NEAR(verdict.neighbours[0].time.median_ms, 1.0, 1e-12);  // unscaled
+  RunResult wrong = Timed(1.0);
+  wrong.status = RunStatus::kWrongResult;
+  EXPECT_FALSE(JudgeLeaderRound(Timed(10.0), {Timed(10.0), wrong}, 0).finalist[0]);
+  EXPECT_TRUE(JudgeLeaderRound(Timed(10.0), {}, 0).neighbours.empty());
+}
+
 }  // namespace
 }  // namespace sparsetune

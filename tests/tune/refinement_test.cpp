@@ -280,5 +280,45 @@ TEST(Refinement, MoveWeightsAreLearnedFromStoredNeighbours) {
   std::filesystem::remove_all(dir);
 }
 
+// The leader round's schedules: one move from the final round's winner alone, whichever
+// schedule it is, renumbered as it is.
+TEST(Refinement, LeaderNeighboursAreOneMoveFromTheWinnerAlone) {
+  const auto waco = WacoTemplate::ForKernel("spmm");
+  const Sizes sizes = {{"i", 4000}, {"k", 4000}, {"j", 64}};
+  FirstRound round = SpmmFirstRound(*waco, sizes);
+  RefinementOptions options;
+  options.count = 6;
+  const size_t winner = 2;  // not the first round's fastest
+  const auto picks = LeaderNeighbours(*waco, sizes, round.candidates, winner, options, "spmm/fp");
+  ASSERT_EQ(picks.size(), 6u);
+  const std::set<std::string> allowed =
+      NeighbourJsons(*waco, sizes, {round.candidates[winner].schedule});
+  std::set<std::string> measured;
+  for (const auto& c : round.candidates) measured.insert(c.json);
+  std::set<std::string> distinct;
+  for (const auto& p : picks) {
+    EXPECT_EQ(p.source, kLeaderSource);
+    EXPECT_TRUE(IsNeighbourSource(p.source));
+    EXPECT_TRUE(allowed.count(p.json)) << "not a neighbour of the winner: " << p.json;
+    EXPECT_FALSE(measured.count(p.json)) << "measured already: " << p.json;
+    EXPECT_TRUE(distinct.insert(p.json).second);
+  }
+  // A renumbered winner's neighbours are renumbered alike.
+  Schedule renumbered = round.candidates[1].schedule;
+  renumbered.ordering = OrderingKind::kRcm;
+  round.Add(renumbered, "sampled", 0.8);
+  for (const auto& p : LeaderNeighbours(*waco, sizes, round.candidates, round.candidates.size() - 1,
+                                        options, "spmm/fp"))
+    EXPECT_EQ(p.schedule.ordering, OrderingKind::kRcm) << p.json;
+
+  // A winning FixedCSR is a point of the template too: its neighbours are its own.
+  const std::set<std::string> near_csr =
+      NeighbourJsons(*waco, sizes, {round.candidates[0].schedule});
+  const auto around_csr = LeaderNeighbours(*waco, sizes, round.candidates, 0, options, "spmm/fp");
+  EXPECT_FALSE(around_csr.empty());
+  for (const auto& p : around_csr) EXPECT_TRUE(near_csr.count(p.json)) << p.json;
+  EXPECT_TRUE(LeaderNeighbours(*waco, sizes, round.candidates, 99, options, "spmm/fp").empty());
+}
+
 }  // namespace
 }  // namespace sparsetune
