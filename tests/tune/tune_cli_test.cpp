@@ -256,6 +256,33 @@ TEST(TuneCli, ASecondRoundMeasuresNeighboursOfTheFirstRoundsBest) {
   EXPECT_EQ(RunCli({"tune", kExample, "--kernel", "spmv", "--refine-steps", "0"}).exit_code, 2);
 }
 
+// The leader round times up to --leader-round schedules one move from the final round's winner,
+// none measured before; --leader-round 0 leaves it out.
+TEST(TuneCli, ALeaderRoundTimesNeighboursOfTheWinnerOnce) {
+  TempDir dir;
+  auto leaders = [&](const std::string& count, nlohmann::json* report) {
+    const auto run =
+        RunCli({"tune", kExample, "--kernel", "spmv", "--db", dir.File(count + ".db"), "--samples",
+                "3", "--refine", "2", "--leader-round", count, "--orderings", "none", "--json"});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    *report = nlohmann::json::parse(run.out);
+    int n = 0;
+    std::set<std::string> distinct;
+    for (const auto& c : (*report)["candidates"]) {
+      n += c["source"] == "leader";
+      EXPECT_TRUE(distinct.insert(c["schedule"].dump()).second) << "measured twice: " << c.dump();
+    }
+    return n;
+  };
+  nlohmann::json with, without;
+  const int n = leaders("3", &with);
+  EXPECT_LE(n, 3);
+  EXPECT_EQ(with["stage_ms"].contains("leader"), n > 0);
+  EXPECT_EQ(leaders("0", &without), 0);
+  EXPECT_FALSE(without["stage_ms"].contains("leader"));
+  EXPECT_EQ(RunCli({"tune", kExample, "--kernel", "spmv", "--leader-round", "-1"}).exit_code, 2);
+}
+
 // A tune measures as many of the model's picks as its manifest says (tune_top_k), unless
 // --top-k says otherwise; the report names the count.
 // A copy of the shipped SpMV model whose manifest a test edits.
