@@ -288,8 +288,8 @@ void AddSearchBudgetOptions(CLI::App* sub, SearchBudget& budget) {
                   "Steps of the second round, each from the fastest after the step before")
       ->capture_default_str();
   sub->add_option("--leader-round", budget.leader_round,
-                  "Schedules one move from the final round's winner, timed beside it in three "
-                  "more contests (0: none)")
+                  "Schedules one move from the final round's winner (its splits halved and doubled "
+                  "first), timed beside it in three more contests (0: none)")
       ->capture_default_str();
 }
 

@@ -84,7 +84,7 @@ struct SearchBudget {
   int top_k = 0;  // the model's own (ModelTopK)
   int refine = 8;
   int refine_steps = 1;
-  int leader_round = 6;
+  int leader_round = 8;
 };
 void AddSearchBudgetOptions(CLI::App* sub, SearchBudget& budget);
 void CheckSearchBudget(const SearchBudget& budget);

@@ -111,6 +111,26 @@ std::vector<TuneCandidate> DrawFromPool(std::vector<PoolEntry> pool,
   return out;
 }
 
+// Whether `near` differs from `from` in one split alone, by a factor of two (other choices a
+// narrow split drags along, such as its outer loop's place, aside). A split not written is 1.
+bool IsUnitSplitStep(const Schedule& from, const Schedule& near) {
+  auto split = [](const Schedule& s, const std::string& index) {
+    const auto it = s.splits.find(index);
+    return it == s.splits.end() ? int64_t(1) : it->second;
+  };
+  std::set<std::string> indices;
+  for (const Schedule* s : {&from, &near})
+    for (const auto& entry : s->splits) indices.insert(entry.first);
+  int stepped = 0;
+  for (const std::string& index : indices) {
+    const int64_t a = split(from, index), b = split(near, index);
+    if (a == b) continue;
+    if (b != 2 * a && 2 * b != a) return false;
+    ++stepped;
+  }
+  return stepped == 1;
+}
+
 }  // namespace
 
 RefinementMoveWeights::Anchor RefinementMoveWeights::AnchorOf(const std::string& source) {
@@ -286,8 +306,30 @@ std::vector<TuneCandidate> LeaderNeighbours(const WacoTemplate& waco,
                                             size_t leader, const RefinementOptions& options,
                                             const std::string& rng_key) {
   if (options.count <= 0 || leader >= measured.size()) return {};
-  return DrawFromPool(NeighbourPool(waco, sizes, measured, {leader}, 1, true, kLeaderSource),
-                      options, rng_key + "/leader");
+  std::vector<PoolEntry> pool =
+      NeighbourPool(waco, sizes, measured, {leader}, 1, true, kLeaderSource);
+  // Every split halved or doubled first: a split's best size follows the cache sizes smoothly,
+  // so near a good schedule the better one is most often a single step away (run 33's and run
+  // 34's losses were each one such step from the winner, which a draw over all moves missed).
+  // Compared as template points, whose splits name every index (a rule's may name none).
+  Schedule unordered = measured[leader].schedule;
+  unordered.ordering = OrderingKind::kNone;
+  const auto point = waco.FromSchedule(unordered, nullptr);
+  const Schedule from = point ? waco.ToSchedule(*point) : unordered;
+  std::vector<TuneCandidate> out;
+  std::vector<PoolEntry> rest;
+  for (PoolEntry& entry : pool) {
+    if (static_cast<int>(out.size()) < options.count &&
+        IsUnitSplitStep(from, entry.candidate.schedule))
+      out.push_back(std::move(entry.candidate));
+    else
+      rest.push_back(std::move(entry));
+  }
+  RefinementOptions drawn = options;
+  drawn.count = options.count - static_cast<int>(out.size());
+  for (TuneCandidate& c : DrawFromPool(std::move(rest), drawn, rng_key + "/leader"))
+    out.push_back(std::move(c));
+  return out;
 }
 
 bool IsNeighbourSource(const std::string& source) {

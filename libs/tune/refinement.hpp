@@ -97,8 +97,9 @@ std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
                                                 const std::string& rng_key);
 
 // Up to `options.count` distinct schedules (tagged kLeaderSource) one move from
-// `measured[leader]`, none measured already, drawn as RefinementCandidates draws them (its
-// `anchors` aside); a renumbered leader's neighbours are renumbered alike.
+// `measured[leader]`, none measured already: each of its splits halved and doubled first, the
+// rest drawn as RefinementCandidates draws them (its `anchors` aside); a renumbered leader's
+// neighbours are renumbered alike.
 std::vector<TuneCandidate> LeaderNeighbours(const WacoTemplate& waco,
                                             const std::map<std::string, int64_t>& sizes,
                                             const std::vector<TuneCandidate>& measured,

@@ -52,7 +52,7 @@ struct TuneRequest {
   // Schedules one move from the final round's winner, timed beside it in a last round
   // (measuring.hpp's leader round); 0: none. In seven SDDMM tunes it changed two winners, each
   // 4.5-5% faster in a later bench and none slower, for 22% more tune time (docs/ablation.md).
-  int leader_round = 6;
+  int leader_round = 8;
   int search_ef = 100;  // the search's beam width (hnswlib's ef)
   int sparseauto_limit = 8;
   // Orderings tried on the best schedules of the first round (measuring.hpp).

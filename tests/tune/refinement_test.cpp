@@ -320,5 +320,41 @@ TEST(Refinement, LeaderNeighboursAreOneMoveFromTheWinnerAlone) {
   EXPECT_TRUE(LeaderNeighbours(*waco, sizes, round.candidates, 99, options, "spmm/fp").empty());
 }
 
+// Near a good schedule the better split is most often one step away, so the leader round takes
+// each of the winner's splits halved and doubled before it draws among the other moves.
+TEST(Refinement, LeaderNeighboursStepEverySplitFirst) {
+  const auto waco = WacoTemplate::ForKernel("spmm");
+  const Sizes sizes = {{"i", 4000}, {"k", 4000}, {"j", 64}};
+  const FirstRound round = SpmmFirstRound(*waco, sizes);
+  const size_t winner = 1;
+  const Schedule& from = round.candidates[winner].schedule;
+  std::set<std::string> steps, others;
+  for (const std::string& json : NeighbourJsons(*waco, sizes, {from})) {
+    const Schedule near = ParseScheduleText(json, "a neighbour");
+    int doubled_or_halved = 0, changed = 0;
+    for (const std::string index : {"i", "j", "k"}) {  // a split not written is 1
+      const int64_t size = from.splits.count(index) ? from.splits.at(index) : 1;
+      const int64_t to = near.splits.count(index) ? near.splits.at(index) : 1;
+      changed += to != size;
+      doubled_or_halved += to == 2 * size || 2 * to == size;
+    }
+    (changed == 1 && doubled_or_halved == 1 ? steps : others).insert(json);
+  }
+  ASSERT_GE(steps.size(), 2u);
+  ASSERT_FALSE(others.empty());
+
+  RefinementOptions options;
+  options.count = static_cast<int>(steps.size()) + 1;
+  const auto picks = LeaderNeighbours(*waco, sizes, round.candidates, winner, options, "spmm/fp");
+  ASSERT_EQ(picks.size(), steps.size() + 1);
+  for (size_t p = 0; p < steps.size(); ++p)
+    EXPECT_TRUE(steps.count(picks[p].json)) << "not a split step: " << picks[p].json;
+  EXPECT_TRUE(others.count(picks.back().json)) << "the draw repeats a step: " << picks.back().json;
+
+  options.count = 2;  // fewer than the steps: steps alone
+  for (const auto& p : LeaderNeighbours(*waco, sizes, round.candidates, winner, options, "spmm/fp"))
+    EXPECT_TRUE(steps.count(p.json)) << p.json;
+}
+
 }  // namespace
 }  // namespace sparsetune
