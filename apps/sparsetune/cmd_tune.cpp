@@ -369,8 +369,9 @@ void RegisterTune(CLI::App& app, Context& context) {
         o->samples = n;
         *o->samples_given = true;
       },
-      "Sampled SuperSchedules to measure as well (default: none when a cost model ranks the "
-      "candidates, else 16; kernels without a WACO template sample only when this is given)");
+      "Sampled SuperSchedules to measure as well, each format the packer refuses drawn again "
+      "(default: none when a cost model ranks the candidates, else 16; kernels without a WACO "
+      "template sample only when this is given)");
   sub->add_option("--model", o->model,
                   "The cost model's folder (default: this machine's model from `sparsetune "
                   "calibrate`, else the shipped models/<kernel>, when present)");

@@ -16,6 +16,7 @@
 #include "search/schedule_index.hpp"
 #include "superschedule/random_schedule.hpp"
 #include "superschedule/waco_template.hpp"
+#include "tensor/pack.hpp"
 
 namespace sparsetune {
 
@@ -24,6 +25,16 @@ namespace {
 std::optional<std::vector<TuneCandidate>> UnlessEmpty(std::vector<TuneCandidate> candidates) {
   if (candidates.empty()) return std::nullopt;
   return candidates;
+}
+
+// Whether the operand packs in the schedule's format under the padding cap that measuring
+// applies (KernelRunner); a refused format is refused before its large arrays are made.
+bool Packs(const Expression& e, const Schedule& schedule, const CooTensor& tensor) {
+  const LowerOutcome lowered = Lower(e, schedule);
+  if (!lowered.nest) return false;
+  PackOptions options;
+  options.narrow_coordinates = schedule.narrow_coordinates;
+  return Pack(tensor, lowered.nest->storage, DType::kF32, options).packed != nullptr;
 }
 
 class FixedCsr : public CandidateSource {
@@ -101,9 +112,21 @@ class Sampled : public CandidateSource {
     if (auto waco = WacoTemplate::ForKernel(context.kernel_key)) {
       WacoSampleOptions sample_options;
       sample_options.subspaces = !options_.uniform;
-      for (const auto& s :
-           waco->SampleDistinct(context.sizes, options_.samples, rng, sample_options, seen))
-        schedules.push_back(waco->ToSchedule(s));
+      const bool screen = options_.packable_only && context.tensor;
+      int64_t drawn = 0;
+      while (static_cast<int>(schedules.size()) < options_.samples &&
+             drawn < int64_t(kMaxSampleDraws) * options_.samples) {
+        const int wanted = options_.samples - static_cast<int>(schedules.size());
+        const auto batch = waco->SampleDistinct(context.sizes, wanted, rng, sample_options, seen);
+        if (batch.empty()) break;  // the space holds no more distinct points
+        drawn += static_cast<int64_t>(batch.size());
+        for (const auto& point : batch) {
+          Schedule s = waco->ToSchedule(point);
+          seen.insert(s.CanonicalJson());
+          if (!screen || Packs(e, s, *context.tensor)) schedules.push_back(std::move(s));
+        }
+        if (!screen) break;
+      }
     } else {
       GenericSampleOptions sample_options;
       sample_options.max_threads = HardwareThreads();

@@ -58,7 +58,13 @@ struct SampleOptions {
   int samples = 100;
   uint64_t seed = 1;
   bool uniform = false;  // the whole WACO template, without the artifact's sub-spaces
+  // Only schedules whose format the operand packs in (the measuring's padding cap): the packer
+  // refuses half of the template's random points on many matrices (a dense level over a long
+  // dimension), and a refused one is never measured, so `tune --samples N` would measure far
+  // fewer than N. Redraws up to kMaxSampleDraws times `samples`. `collect` keeps the refusals.
+  bool packable_only = false;
 };
+constexpr int kMaxSampleDraws = 10;
 // Up to `samples` distinct valid sampled schedules, none of them FixedCSR. Deterministic in the
 // seed, the kernel key and the fingerprint, so that a rerun finds the same ones. Kernels with a
 // WACO template are sampled from it; others from the generic sampler.

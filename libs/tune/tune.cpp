@@ -105,6 +105,7 @@ GatheredCandidates GatherTuneCandidates(const TuneRequest& request, const Operan
                      : model || !report.model_skipped.empty() ? 0
                                                               : 16;
   sampling.seed = request.seed;
+  sampling.packable_only = true;
   if (sampling.samples > 0 && (has_template || request.sample_generic))
     owned.push_back(SampledSource(sampling));
   std::vector<CandidateSource*> sources;

@@ -12,6 +12,7 @@
 #include "ir/kernels.hpp"
 #include "measure/runner.hpp"
 #include "support/test_data.hpp"
+#include "tensor/pack.hpp"
 #include "tune/candidate_sources.hpp"
 #include "tune/candidates.hpp"
 
@@ -51,6 +52,37 @@ TEST(Candidates, FixedCsrFirstThenDistinctDeterministicSamples) {
   int shared = 0;
   for (const auto& c : other) shared += hashes.count(ScheduleHash(c.json));
   EXPECT_LT(shared, 20);
+}
+
+// `tune --samples N` measures N random schedules: those whose format the packer refuses (a
+// dense level over a long dimension of a sparse matrix) are drawn again, deterministically.
+TEST(Candidates, TuneSamplesOnlyFormatsTheOperandPacksIn) {
+  static const Expression sddmm = KernelExpression("sddmm");
+  const CooTensor matrix = testing::RandomSparse({6000, 5000}, 9000, 17);
+  auto sample = [&](bool packable_only) {
+    CandidateContext context;
+    context.kernel = context.kernel_key = "sddmm";
+    context.expression = &sddmm;
+    context.sizes = {{"i", 6000}, {"j", 5000}, {"k", 64}};
+    context.tensor = &matrix;
+    context.fingerprint = "sparse";
+    SampleOptions options;
+    options.samples = 24;
+    options.packable_only = packable_only;
+    return SampledSource(options)->Propose(context).value();
+  };
+  auto packs = [&](const Schedule& s) {
+    const LowerOutcome lowered = Lower(sddmm, s);
+    return lowered.nest && Pack(matrix, lowered.nest->storage, DType::kF32).packed != nullptr;
+  };
+  int refused = 0;
+  for (const auto& c : sample(false)) refused += !packs(c.schedule);
+  ASSERT_GT(refused, 0) << "no sample refused: the test shows nothing";
+  const auto screened = sample(true);
+  ASSERT_EQ(screened.size(), 24u);
+  for (const auto& c : screened) EXPECT_TRUE(packs(c.schedule)) << c.json;
+  const auto again = sample(true);
+  for (size_t n = 0; n < screened.size(); ++n) EXPECT_EQ(again[n].json, screened[n].json);
 }
 
 TEST(Candidates, SourcesWithNothingToSayAreNotCountedAsUsed) {
