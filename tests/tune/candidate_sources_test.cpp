@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "base/caches.hpp"
 #include "base/threads.hpp"
 #include "cli/cli_support.hpp"
 #include "db/database.hpp"
@@ -146,6 +147,36 @@ TEST(Candidates, TwoDimensionalTilesOnlyOnDensePatterns) {
       EXPECT_TRUE(r.verified) << kernel << " " << tile.CanonicalJson() << ": " << r.message;
     }
     EXPECT_TRUE(TileRules(kernel, sparse, dense_sizes).empty()) << kernel;
+  }
+}
+
+// SDDMM's rules hold column segments that each thread owns, sized by the core's L2 (C's slice
+// half, all and twice of it) whatever the last-level cache reports, and they compute what the
+// reference does.
+TEST(Candidates, SddmmRulesHoldSegmentsSizedByTheL2) {
+  const CooTensor matrix = testing::RandomSparse({3000, 20000}, 30000, 43);
+  const Expression e = KernelExpression("sddmm");
+  const auto sizes = ResolveIndexSizes(e, matrix.dims, {{"k", 256}});
+  std::set<int64_t> widths;
+  testing::TempDir dir;
+  Jit jit(dir.path() + "/jit");
+  KernelRunner runner(e, matrix, sizes, DType::kF32, jit);
+  for (const TuneCandidate& c : LibraryRuleCandidates("sddmm", e, sizes, matrix.nnz(), 4)) {
+    if (c.schedule.parallel != "j1") continue;
+    widths.insert(c.schedule.splits.at("j"));
+    RunOptions options;
+    options.time = false;
+    EXPECT_TRUE(runner.Run(c.schedule, options).verified) << c.json;
+  }
+  auto columns_within = [](int64_t bytes) {  // a power of two, C's rows of 1 KiB
+    int64_t columns = 1;
+    while (columns * 2 * 1024 <= bytes) columns *= 2;
+    return columns;
+  };
+  const int64_t l2 = MachineCaches().l2;
+  for (int64_t budget : {l2 / 2, l2, 2 * l2}) {
+    const int64_t width = columns_within(budget);
+    if (width >= 64 && 2 * width <= 20000) EXPECT_TRUE(widths.count(width)) << width;
   }
 }
 
