@@ -245,20 +245,20 @@ void SddmmRules(const std::string& kernel, const Sizes& sizes, int64_t nnz, int6
   // their cores: 1.8x slower there. Own segments never cross, at the cost of more of them.
   const int64_t row_bytes = sizes.at("k") * value_bytes;
   const int64_t threads = HardwareThreads();
+  const nlohmann::json own_segments = {{"index", "j1"}, {"chunk", 1}};
+  auto add_segments = [&](int64_t width, const nlohmann::json& parallel) {
+    nlohmann::json s = {{"splits", {{"j", width}}},          {"loop_order", {"j1", "i", "j0", "k"}},
+                        {"format", {"j1:U", "i:C", "j0:C"}}, {"parallel", parallel},
+                        {"narrow_coordinates", true},        {"unroll", 4}};
+    if (kernel == "sddmm") s["transpose"] = {"C"};
+    schedules.push_back(s);
+  };
   for (int64_t budget : {llc / 2, llc / 4}) {
     const int64_t shared = SegmentWidth(sizes.at("j"), row_bytes, budget);
     if (shared == 0) continue;
+    add_segments(shared, Balanced("i"));
     const int64_t own = threads > 1 ? SegmentWidth(sizes.at("j"), row_bytes, budget / threads) : 0;
-    for (auto [width, parallel] : {std::pair{shared, Balanced("i")},
-                                   std::pair{own, nlohmann::json{{"index", "j1"}, {"chunk", 1}}}}) {
-      if (width == 0) continue;
-      nlohmann::json s = {
-          {"splits", {{"j", width}}},          {"loop_order", {"j1", "i", "j0", "k"}},
-          {"format", {"j1:U", "i:C", "j0:C"}}, {"parallel", parallel},
-          {"narrow_coordinates", true},        {"unroll", 4}};
-      if (kernel == "sddmm") s["transpose"] = {"C"};
-      schedules.push_back(s);
-    }
+    if (own > 0) add_segments(own, own_segments);
   }
   // Segments each thread owns whose slice of C fills half, all or twice its core's L2. The
   // last-level cache is the whole processor's, and a virtual machine of a few of its cores
@@ -267,13 +267,8 @@ void SddmmRules(const std::string& kernel, const Sizes& sizes, int64_t nnz, int6
   const int64_t l2 = MachineCaches().l2;
   for (int64_t budget : {l2 / 2, l2, 2 * l2}) {
     const int64_t width = RowsWithin(row_bytes, budget);
-    if (width < kMinL2SegmentWidth || 2 * width > sizes.at("j")) continue;
-    nlohmann::json s = {
-        {"splits", {{"j", width}}},          {"loop_order", {"j1", "i", "j0", "k"}},
-        {"format", {"j1:U", "i:C", "j0:C"}}, {"parallel", {{"index", "j1"}, {"chunk", 1}}},
-        {"narrow_coordinates", true},        {"unroll", 4}};
-    if (kernel == "sddmm") s["transpose"] = {"C"};
-    schedules.push_back(s);
+    if (width >= kMinL2SegmentWidth && 2 * width <= sizes.at("j"))
+      add_segments(width, own_segments);
   }
   // 2-D tiles (pruned network layers): the rows of a tile take their dot products with each
   // column tile's rows of C (a quarter and an eighth of L2) while they are in L2.
