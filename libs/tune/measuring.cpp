@@ -528,7 +528,7 @@ LeaderRoundVerdict JudgeLeaderRound(const RunResult& leader_final,
   if (typical.empty()) return verdict;
   const RunResult& leader_here = typical[0];
   const bool comparable = leader_final.ok() && leader_here.ok() && leader_here.time.median_ms > 0;
-  const double scale = comparable ? leader_final.time.median_ms / leader_here.time.median_ms : 1;
+  const double scale = comparable ? DriftScale(leader_final, leader_here) : 1;
   for (size_t o = 1; o < typical.size(); ++o) {
     RunResult result = typical[o];
     ScaleForDrift(result, scale);

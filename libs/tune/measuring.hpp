@@ -158,8 +158,9 @@ constexpr double kLeaderWinMargin = 0.01;
 // The leader round's verdict on the winner's neighbours. `typical` holds the median contests of
 // that round, the winner's first; `leader_final` is the winner's final-round result. Each
 // neighbour's result is brought to the final round's times (scaled by the winner's time there
-// over its time here, so that the finalists compare as they ran beside it), and it becomes a
-// finalist when its ChoiceCost for `calls` beat the winner's by kLeaderWinMargin.
+// over its time here, so that the finalists compare as they ran beside it; as every drift
+// correction, not within kDriftTolerance), and it becomes a finalist when its ChoiceCost for
+// `calls` beat the winner's by kLeaderWinMargin.
 struct LeaderRoundVerdict {
   std::vector<RunResult> neighbours;  // typical[1...], scaled
   std::vector<bool> finalist;

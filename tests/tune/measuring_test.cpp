@@ -329,6 +329,12 @@ TEST(LeaderRound, ANeighbourThatBeatsTheWinnerBesideItBecomesAFinalist) {
   const LeaderRoundVerdict few_calls = JudgeLeaderRound(Timed(10.0), ordered, 20);
   EXPECT_FALSE(few_calls.finalist[0]);
   EXPECT_TRUE(JudgeLeaderRound(Timed(10.0), ordered, 1000).finalist[0]);
+
+  // A winner within kDriftTolerance of its final-round time: no correction, as everywhere.
+  const LeaderRoundVerdict steady = JudgeLeaderRound(Timed(10.0), {Timed(10.2), Timed(9.8)}, 0);
+  EXPECT_NEAR(steady.neighbours[0].time.median_ms, 9.8, 1e-12);
+  EXPECT_DOUBLE_EQ(steady.neighbours[0].time.drift_scale, 1.0);
+  EXPECT_TRUE(steady.finalist[0]);
 }
 
 TEST(LeaderRound, NoNeighbourWinsAgainstAWinnerThatDidNotRunBesideIt) {
