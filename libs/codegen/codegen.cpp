@@ -1600,8 +1600,12 @@ class Emitter {
     for (int u = 0; u < n.unroll; ++u) {
       Line("{");
       ++depth_;
-      if (n.prefetch > 0)
+      if (n.prefetch > 0) {
+        // The prefetch scope defines whole coordinates only, so its rows are addressed whole.
+        batch_addressing_ = false;
         EmitPrefetch(n, block + " + " + std::to_string(u) + " + " + std::to_string(n.prefetch));
+        batch_addressing_ = true;
+      }
       define_coordinates(u);
       Line("term" + std::to_string(u) + " = " + FactorProduct(compute) + ";");
       --depth_;

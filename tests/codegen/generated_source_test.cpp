@@ -451,6 +451,19 @@ TEST_F(GeneratedKernels, PrefetchReadsTheCoordinateAheadAndTouchesTheRowsItGathe
   EXPECT_TRUE(Has(source, "if (p1 + 4 < hi_i1) {"));
   // B(i,k) does not depend on j: never prefetched.
   EXPECT_TRUE(Lacks(source, "&T2[(i0) * d2 + i2] + b"));
+  // Coordinate lists in blocks, four entries at a time: each prefetch addresses x whole, as its
+  // scope defines the coordinate (the batch's block-relative names are not in it).
+  const Schedule blocks = Parse({{"splits", {{"i", 64}, {"k", 64}}},
+                                 {"loop_order", {"i1", "k1", "k0", "i0"}},
+                                 {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
+                                 {"parallel", {{"index", "i1"}, {"partition", "balanced"}}},
+                                 {"unroll", 4},
+                                 {"narrow_coordinates", true},
+                                 {"prefetch", 8}});
+  source = CompiledAndVerified(Runner("spmv", Band(300, 300, 40, 15)), blocks);
+  EXPECT_TRUE(Has(source, "const int64_t i1 = i1o * s1 + (int64_t)L2_crd[pb2 + 3 + 8];"));
+  EXPECT_TRUE(Has(source, "__builtin_prefetch((const char*)&T2[i1] + b);"));
+  EXPECT_TRUE(Lacks(source, "&T2_block[i1n] + b"));
   // Out of range.
   EXPECT_THROW(Parse({{"prefetch", -1}}), InputError);
   EXPECT_THROW(Parse({{"prefetch", kMaxPrefetchDistance + 1}}), InputError);
