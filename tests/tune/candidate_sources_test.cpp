@@ -8,6 +8,7 @@
 
 #include "base/caches.hpp"
 #include "base/threads.hpp"
+#include "base/vector_registers.hpp"
 #include "cli/cli_support.hpp"
 #include "db/database.hpp"
 #include "ir/kernels.hpp"
@@ -177,6 +178,32 @@ TEST(Candidates, SddmmRulesHoldSegmentsSizedByTheL2) {
   for (int64_t budget : {l2 / 2, l2, 2 * l2}) {
     const int64_t width = columns_within(budget);
     if (width >= 64 && 2 * width <= 20000) EXPECT_TRUE(widths.count(width)) << width;
+  }
+}
+
+// SpMM's block rows of 2, 4 and 8 keep a tile of each row's slice of C in half the vector
+// registers (2 x 128, 4 x 64 and 8 x 32 floats with AVX-512), and they compute what the
+// reference does.
+TEST(Candidates, SpmmBlockRowsFillHalfTheVectorRegisters) {
+  const CooTensor matrix = testing::RandomSparse({600, 500}, 6000, 44);
+  const Expression e = KernelExpression("spmm");
+  const auto sizes = ResolveIndexSizes(e, matrix.dims, {{"j", 256}});
+  testing::TempDir dir;
+  Jit jit(dir.path() + "/jit");
+  KernelRunner runner(e, matrix, sizes, DType::kF32, jit);
+  std::map<int64_t, int64_t> width_of_rows;
+  for (const TuneCandidate& c : LibraryRuleCandidates("spmm", e, sizes, matrix.nnz(), 4)) {
+    if (!c.schedule.splits.count("i") || c.schedule.splits.count("k")) continue;
+    width_of_rows[c.schedule.splits.at("i")] = c.schedule.splits.at("j");
+    RunOptions options;
+    options.time = false;
+    EXPECT_TRUE(runner.Run(c.schedule, options).verified) << c.json;
+  }
+  const VectorRegisters& registers = MachineVectorRegisters();
+  const int64_t values = registers.count / 2 * registers.bytes / 4;
+  for (int64_t rows : {2, 4, 8}) {
+    ASSERT_TRUE(width_of_rows.count(rows)) << rows;
+    EXPECT_EQ(width_of_rows[rows] * rows, values) << rows;
   }
 }
 
