@@ -4,6 +4,7 @@
 #include <array>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "base/errors.hpp"
 #include "codegen/kernel_abi.h"
@@ -1600,12 +1601,8 @@ class Emitter {
     for (int u = 0; u < n.unroll; ++u) {
       Line("{");
       ++depth_;
-      if (n.prefetch > 0) {
-        // The prefetch scope defines whole coordinates only, so its rows are addressed whole.
-        batch_addressing_ = false;
+      if (n.prefetch > 0)
         EmitPrefetch(n, block + " + " + std::to_string(u) + " + " + std::to_string(n.prefetch));
-        batch_addressing_ = true;
-      }
       define_coordinates(u);
       Line("term" + std::to_string(u) + " = " + FactorProduct(compute) + ";");
       --depth_;
@@ -1674,6 +1671,9 @@ class Emitter {
                                : "args->levels[" + std::to_string(n.level) + "].positions";
     Line("if (" + position + " < " + hi + ") {");
     ++depth_;
+    // The scope defines whole coordinates only, so its rows are addressed whole, also inside a
+    // batch (whose block-relative coordinates it does not define).
+    const bool batch_addressing = std::exchange(batch_addressing_, false);
     const std::string coordinate = CoordinateAt(n.level, n.var, position);
     Line("[[maybe_unused]] const int64_t " + I(n.var.index) + " = " +
          (n.var.part == SplitPart::kInner ? Outer(n.var.index) + " * " + S(n.var.index) + " + "
@@ -1705,6 +1705,7 @@ class Emitter {
            " * (int64_t)sizeof(value_t), 2048); b += 64)");
       Line("  __builtin_prefetch((const char*)&" + Address(*f) + " + b);");
     }
+    batch_addressing_ = batch_addressing;
     --depth_;
     Line("}");
   }
