@@ -23,7 +23,9 @@
 // - four entries a batch, as the generated kernels walk a coordinate list with "unroll": 4
 //   (each level's four coordinates in one load, x and y through the block's part of them), and
 //   the same indexing x and y from the whole vectors;
-// - with blocks of 4096 rows, whose part of y stays in L1, and of 64K x 64K.
+// - with blocks of 4096 rows, whose part of y stays in L1, and of 64K x 64K;
+// - the entries of the rows with the most nonzeros (hubs) first in each block, a run per row
+//   summed in a register, so that only the other entries update y one by one.
 //
 //   graph_spmv_bound [FILE.mtx] [--scale S] [--edge-factor F] [--rounds K]
 //   (default: a Graph500 graph of scale 19, edge factor 16, seed 23)
@@ -198,9 +200,16 @@ struct Blocks {
   std::vector<int64_t> start;
   BulkVector<uint16_t> row, col;  // within the block
   BulkVector<float> values;
+  // With hub rows: each block starts with the entries of the rows holding at least
+  // hub_degree nonzeros in all, in runs of one row (block k's runs are runs[run_start[k]] ...,
+  // each a row within the block and the end of its entries); its other entries follow.
+  int64_t hub_degree = 0;
+  std::vector<int64_t> run_start, run_end;
+  std::vector<uint16_t> run_row;
 };
 
-Blocks BuildBlocks(const CooTensor& m, int64_t block_rows, int64_t block_cols) {
+Blocks BuildBlocks(const CooTensor& m, int64_t block_rows, int64_t block_cols,
+                   int64_t hub_degree = 0) {
   Blocks b;
   b.block_rows = block_rows;
   b.block_cols = block_cols;
@@ -210,6 +219,10 @@ Blocks BuildBlocks(const CooTensor& m, int64_t block_rows, int64_t block_cols) {
   auto block_of = [&](int64_t e) {
     return m.coords[0][e] / block_rows * b.col_blocks + m.coords[1][e] / block_cols;
   };
+  std::vector<int64_t> degree(m.dims[0], 0);
+  for (int32_t i : m.coords[0]) ++degree[i];
+  b.hub_degree = hub_degree;
+  auto hub = [&](int64_t e) { return hub_degree > 0 && degree[m.coords[0][e]] >= hub_degree; };
   b.start.assign(b.row_blocks * b.col_blocks + 1, 0);
   for (int64_t e = 0; e < nnz; ++e) ++b.start[block_of(e) + 1];
   for (size_t k = 1; k < b.start.size(); ++k) b.start[k] += b.start[k - 1];
@@ -219,10 +232,28 @@ Blocks BuildBlocks(const CooTensor& m, int64_t block_rows, int64_t block_cols) {
   for (int64_t k = 0; k < b.row_blocks * b.col_blocks; ++k) {
     std::sort(order.begin() + b.start[k], order.begin() + b.start[k + 1],
               [&](int64_t p, int64_t q) {
+                // Hub rows' entries first, by row; the rest by column.
+                if (hub(p) != hub(q)) return hub(p);
+                if (hub(p))
+                  return std::make_pair(m.coords[0][p], m.coords[1][p]) <
+                         std::make_pair(m.coords[0][q], m.coords[1][q]);
                 return std::make_pair(m.coords[1][p], m.coords[0][p]) <
                        std::make_pair(m.coords[1][q], m.coords[0][q]);
               });
   }
+  b.run_start.assign(b.start.size(), 0);
+  for (int64_t k = 0; k + 1 < static_cast<int64_t>(b.start.size()); ++k) {
+    b.run_start[k] = static_cast<int64_t>(b.run_row.size());
+    for (int64_t p = b.start[k]; p < b.start[k + 1] && hub(order[p]); ++p) {
+      if (p == b.start[k] || m.coords[0][order[p]] != m.coords[0][order[p - 1]]) {
+        b.run_row.push_back(static_cast<uint16_t>(m.coords[0][order[p]] % block_rows));
+        b.run_end.push_back(p + 1);
+      } else {
+        b.run_end.back() = p + 1;
+      }
+    }
+  }
+  b.run_start.back() = static_cast<int64_t>(b.run_row.size());
   b.row.resize(nnz);
   b.col.resize(nnz);
   b.values.resize(nnz);
@@ -234,7 +265,7 @@ Blocks BuildBlocks(const CooTensor& m, int64_t block_rows, int64_t block_cols) {
   return b;
 }
 
-enum class BlockLoop { kFull, kNoUpdateOfY, kNoGatherOfX, kBatches, kBatchesFromVectors };
+enum class BlockLoop { kFull, kHubRuns, kNoUpdateOfY, kNoGatherOfX, kBatches, kBatchesFromVectors };
 
 // The row blocks [from, to) of y = A x.
 void BlockRows(const Blocks& b, BlockLoop loop, const float* __restrict x, float* __restrict y,
@@ -248,7 +279,20 @@ void BlockRows(const Blocks& b, BlockLoop loop, const float* __restrict x, float
     for (int64_t c = 0; c < b.col_blocks; ++c) {
       const float* __restrict xb = x + c * b.block_cols;
       const int64_t lo = b.start[r * b.col_blocks + c], hi = b.start[r * b.col_blocks + c + 1];
-      if (loop == BlockLoop::kFull) {
+      if (loop == BlockLoop::kHubRuns) {
+        // The hub rows' runs summed in registers, then the other entries one by one.
+        const int64_t k = r * b.col_blocks + c;
+        int64_t p = lo;
+        for (int64_t q = b.run_start[k]; q < b.run_start[k + 1]; ++q) {
+          float sum = 0;
+          const int64_t end = b.run_end[q];
+#pragma omp simd reduction(+ : sum)
+          for (int64_t e = p; e < end; ++e) sum += values[e] * xb[col[e]];
+          yb[b.run_row[q]] += sum;
+          p = end;
+        }
+        for (; p < hi; ++p) yb[row[p]] += values[p] * xb[col[p]];
+      } else if (loop == BlockLoop::kFull) {
         for (int64_t p = lo; p < hi; ++p) yb[row[p]] += values[p] * xb[col[p]];
       } else if (loop == BlockLoop::kBatches || loop == BlockLoop::kBatchesFromVectors) {
         // Four entries a batch, as the generated kernels walk them ("unroll": 4): each level's
@@ -485,6 +529,14 @@ int main(int argc, char** argv) {
                std::make_shared<const Blocks>(BuildBlocks(m, 4096, 16384)), BlockLoop::kFull);
     add_blocks("2-D blocks 64K x 64K", std::make_shared<const Blocks>(BuildBlocks(m, 65536, 65536)),
                BlockLoop::kFull);
+    // The hub rows' entries in runs, summed in registers: runs of about 16 nonzeros in 16K
+    // blocks, of 64 or more in 64K ones.
+    add_blocks("2-D blocks 16K, rows of 1024+ in runs",
+               std::make_shared<const Blocks>(BuildBlocks(m, 16384, 16384, 1024)),
+               BlockLoop::kHubRuns);
+    add_blocks("2-D blocks 64K, rows of 4096+ in runs",
+               std::make_shared<const Blocks>(BuildBlocks(m, 65536, 65536, 4096)),
+               BlockLoop::kHubRuns);
   }
 
   const int threads = omp_get_max_threads();
