@@ -200,4 +200,25 @@ nlohmann::json PatternStatsToJson(const PatternStats& s) {
   return j;
 }
 
+double RowGroupPadding(const CooTensor& matrix, int64_t group_rows, int64_t sample_groups) {
+  if (matrix.order() != 2 || matrix.nnz() == 0 || group_rows < 1) return 1;
+  const auto& row = matrix.coords[0];
+  const auto& col = matrix.coords[1];
+  const int64_t groups = (matrix.dims[0] + group_rows - 1) / group_rows;
+  const int64_t stride = std::max<int64_t>(1, groups / std::max<int64_t>(1, sample_groups));
+  int64_t stored = 0, nonzeros = 0;
+  std::vector<int32_t> columns;
+  for (int64_t g = 0; g < groups; g += stride) {
+    const int64_t first_row = g * group_rows;
+    const auto lo = std::lower_bound(row.begin(), row.end(), first_row) - row.begin();
+    const auto hi =
+        std::lower_bound(row.begin() + lo, row.end(), first_row + group_rows) - row.begin();
+    columns.assign(col.begin() + lo, col.begin() + hi);
+    std::sort(columns.begin(), columns.end());
+    stored += (std::unique(columns.begin(), columns.end()) - columns.begin()) * group_rows;
+    nonzeros += hi - lo;
+  }
+  return nonzeros == 0 ? 1 : double(stored) / double(nonzeros);
+}
+
 }  // namespace sparsetune

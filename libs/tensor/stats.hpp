@@ -48,6 +48,13 @@ constexpr int kStatsBlockSizes[3] = {4, 8, 16};
 enum class StatsDetail { kFull, kLinear };
 
 PatternStats ComputePatternStats(const CooTensor& tensor, StatsDetail detail = StatsDetail::kFull);
+
+// What a format that stores `group_rows` consecutive rows over the union of their columns
+// (block rows, padded with zeros) holds per nonzero of a canonical matrix: group_rows times the
+// union's size over the group's nonzeros, summed over up to `sample_groups` groups spread evenly
+// over the rows. 1 when the rows of each group share all their columns, group_rows when they
+// share none; 1 for a matrix without nonzeros.
+double RowGroupPadding(const CooTensor& matrix, int64_t group_rows, int64_t sample_groups = 4096);
 nlohmann::json PatternStatsToJson(const PatternStats& stats);
 
 }  // namespace sparsetune

@@ -52,7 +52,8 @@ class LibraryRules : public CandidateSource {
   std::string tag() const override { return "heuristic"; }
   std::optional<std::vector<TuneCandidate>> Propose(const CandidateContext& context) override {
     return UnlessEmpty(LibraryRuleCandidates(context.kernel, *context.expression, context.sizes,
-                                             context.tensor->nnz(), context.value_bytes));
+                                             context.tensor->nnz(), context.value_bytes,
+                                             context.tensor));
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include "ir/expression.hpp"
 #include "ir/schedule.hpp"
+#include "tensor/coo.hpp"
 
 namespace sparsetune {
 
@@ -28,11 +29,17 @@ struct TuneCandidate {
 // (`value_bytes` per value); 2-D tiles for SpMM and SDDMM where the pattern (`nnz` entries) is
 // dense enough that the gathered operand's slices are reused within a tile. Only those that
 // lower for the kernel are returned; empty for kernels without such rules. Stored under the
-// source tag "heuristic", as databases already hold them.
+// source tag "heuristic", as databases already hold them. Given the `matrix`, SpMM's block rows
+// are left out where its rows share too few columns (kMaxUnionShare).
 std::vector<TuneCandidate> LibraryRuleCandidates(const std::string& kernel,
                                                  const Expression& expression,
                                                  const std::map<std::string, int64_t>& sizes,
-                                                 int64_t nnz, int64_t value_bytes = 4);
+                                                 int64_t nnz, int64_t value_bytes = 4,
+                                                 const CooTensor* matrix = nullptr);
+
+// SpMM's block rows of R rows are offered while the union of each block's columns counts at
+// most this share of its nonzeros (RowGroupPadding at most this times R).
+constexpr double kMaxUnionShare = 0.9;
 
 // Insum's fixed-length formats for spmv and spmm: GroupCOO(G) (each row's nonzeros in groups of
 // G, the last padded) with G at sqrt(nnz / rows) rounded to a power of two and its two

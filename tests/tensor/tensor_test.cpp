@@ -99,6 +99,40 @@ TEST(Stats, SmallKnownMatrix) {
   EXPECT_NEAR(s.dense_block_fraction[0], 0.0, 1e-12);  // no full 4x4 block
 }
 
+// Block rows store each group's rows over the union of their columns: the padding is R times
+// the unions over the nonzeros, and it is what the packer stores in that format.
+TEST(Stats, RowGroupPaddingIsWhatBlockRowsStore) {
+  CooTensor t;  // rows {0, 1}, {0, 1}, {2}, {0, 3}
+  t.Reset({4, 4});
+  for (auto [i, j] :
+       std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 2}, {3, 3}, {3, 0}}) {
+    int32_t c[2] = {i, j};
+    t.Append(c, 1.0);
+  }
+  t.Canonicalize();
+  EXPECT_DOUBLE_EQ(RowGroupPadding(t, 1), 1.0);
+  EXPECT_DOUBLE_EQ(RowGroupPadding(t, 2), (2 * 2 + 2 * 3) / 7.0);
+  EXPECT_DOUBLE_EQ(RowGroupPadding(t, 4), 4 * 4 / 7.0);
+  CooTensor empty;
+  empty.Reset({8, 8});
+  EXPECT_DOUBLE_EQ(RowGroupPadding(empty, 4), 1.0);
+
+  const CooTensor random = testing::RandomSparse({4000, 3000}, 40000, 12);
+  for (int64_t rows : {2, 4, 8}) {
+    StorageFormat block_rows;  // i1:U k:C i0:U
+    block_rows.split = {rows, 1};
+    block_rows.levels = {{0, SplitPart::kOuter, LevelKind::kDense},
+                         {1, SplitPart::kWhole, LevelKind::kCompressed},
+                         {0, SplitPart::kInner, LevelKind::kDense}};
+    const PackOutcome packed = Pack(random, block_rows, DType::kF32);
+    ASSERT_TRUE(packed.packed) << packed.refusal;
+    const double stored = double(packed.packed->levels[2].positions) / double(random.nnz());
+    EXPECT_DOUBLE_EQ(RowGroupPadding(random, rows, int64_t(1) << 30), stored) << rows;
+    // A sample of a few hundred groups is within a few percent of it.
+    EXPECT_NEAR(RowGroupPadding(random, rows, 256), stored, 0.05 * stored) << rows;
+  }
+}
+
 // The cost model's summary inputs come from the cheap level; they must agree with the full one.
 TEST(Stats, LinearLevelAgreesWithFullStatistics) {
   for (const std::vector<int64_t>& dims :

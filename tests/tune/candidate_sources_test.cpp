@@ -207,6 +207,33 @@ TEST(Candidates, SpmmBlockRowsFillHalfTheVectorRegisters) {
   }
 }
 
+// Given the matrix, SpMM's block rows are offered where the rows of a block share columns (a
+// band) and not where they share almost none (uniformly scattered entries).
+TEST(Candidates, SpmmBlockRowsOnlyWhereRowsShareColumns) {
+  CooTensor band;
+  band.Reset({2000, 2000});
+  for (int32_t i = 0; i < 2000; ++i) {
+    for (int32_t k = std::max(0, i - 8); k <= std::min(1999, i + 8); ++k) {
+      const int32_t c[2] = {i, k};
+      band.Append(c, 1.0);
+    }
+  }
+  const CooTensor scattered = testing::RandomSparse({2000, 200000}, 20000, 45);
+  const Expression e = KernelExpression("spmm");
+  auto block_rows = [&](const CooTensor& matrix) {
+    const auto sizes = ResolveIndexSizes(e, matrix.dims, {{"j", 256}});
+    std::set<int64_t> rows;
+    for (const TuneCandidate& c :
+         LibraryRuleCandidates("spmm", e, sizes, matrix.nnz(), 4, &matrix)) {
+      if (c.schedule.splits.count("i") && !c.schedule.splits.count("k"))
+        rows.insert(c.schedule.splits.at("i"));
+    }
+    return rows;
+  };
+  EXPECT_EQ(block_rows(band), (std::set<int64_t>{2, 4, 8}));
+  EXPECT_TRUE(block_rows(scattered).empty());
+}
+
 // A schedule that names every thread by their count runs the kernel of one that says 0 (all):
 // it is not measured twice. One thread is another kernel.
 TEST(Candidates, SchedulesThatRunTheSameKernelHereAreOneCandidate) {
