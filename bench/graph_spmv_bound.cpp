@@ -8,8 +8,8 @@
 // - wider slices (16 and 32 rows: more independent gathers in flight);
 // - the symmetric degree ordering, x and y in its order (the hubs' entries of x together);
 // - SELL-32 prefetching the entries of x it gathers 8 steps ahead;
-// - SELL-32 with y scattered back to the caller's order in a pass of its own, as the emitted
-//   row-degree kernels do, and written there by the loop itself;
+// - SELL-8 and SELL-32 with y scattered back to the caller's order in a pass of its own, as the
+//   emitted row-degree kernels do, and written there by the loop itself;
 // - SELL-C-sigma: the rows sorted only within windows of sigma rows, y written in the caller's
 //   order by the loop (the writes stay local; the slices pad to each window's hubs).
 // Hand-written loops over hand-built arrays, compiled with the kernels' flags, float, all
@@ -473,6 +473,10 @@ int main(int argc, char** argv) {
   };
   add("  y written to the caller's order by the loop", 32, sorted_rows, 1, Loop::kVector)->y_row =
       caller_rows(row_degree.old_rows, 32);
+  add("SELL-8, y scattered to the caller's order", 8, sorted_rows, 1, Loop::kVector)->scatter =
+      &row_degree.old_rows;
+  add("SELL-8, y written to the caller's order by the loop", 8, sorted_rows, 1, Loop::kVector)
+      ->y_row = caller_rows(row_degree.old_rows, 8);
   // SELL-C-sigma: rows sorted by their nonzeros only within windows of sigma rows, so the loop's
   // writes to y in the caller's order stay within a few KiB.
   std::vector<CooTensor> windowed(2);
