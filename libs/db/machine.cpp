@@ -1,7 +1,5 @@
 #include "db/machine.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/caches.hpp"
 #include "base/compiler.hpp"
 #include "base/hash.hpp"
 #include "base/threads.hpp"
@@ -24,30 +23,6 @@ std::string Trim(const std::string& text) {
   if (begin == std::string::npos) return std::string();
   size_t end = text.find_last_not_of(" \t\r\n");
   return text.substr(begin, end - begin + 1);
-}
-
-std::string ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return Trim(line);
-}
-
-// "32K", "512K", "32768K", "1M" as in sysfs cache descriptions.
-int64_t ParseCacheSize(const std::string& text) {
-  if (text.empty()) return 0;
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (...) {
-    return 0;
-  }
-  std::string unit = text.substr(used);
-  if (unit == "K" || unit == "KiB") return value << 10;
-  if (unit == "M" || unit == "MiB") return value << 20;
-  if (unit == "G" || unit == "GiB") return value << 30;
-  return value;
 }
 
 void DetectCpu(MachineInfo& machine) {
@@ -88,22 +63,10 @@ void DetectCpu(MachineInfo& machine) {
 }
 
 void DetectCaches(MachineInfo& machine) {
-  const std::string base = "/sys/devices/system/cpu/cpu0/cache/index";
-  for (int index = 0; index < 16; ++index) {
-    std::string dir = base + std::to_string(index) + "/";
-    std::string level = ReadFirstLine(dir + "level");
-    if (level.empty()) break;
-    std::string type = ReadFirstLine(dir + "type");
-    int64_t size = ParseCacheSize(ReadFirstLine(dir + "size"));
-    if (level == "1" && type == "Data") machine.l1d_bytes = size;
-    if (level == "2" && type != "Instruction") machine.l2_bytes = size;
-    if (level == "3" && type != "Instruction") machine.l3_bytes = size;
-  }
-#ifdef _SC_LEVEL1_DCACHE_SIZE
-  if (machine.l1d_bytes == 0) machine.l1d_bytes = std::max(0L, sysconf(_SC_LEVEL1_DCACHE_SIZE));
-  if (machine.l2_bytes == 0) machine.l2_bytes = std::max(0L, sysconf(_SC_LEVEL2_CACHE_SIZE));
-  if (machine.l3_bytes == 0) machine.l3_bytes = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
-#endif
+  const CacheSizes reported = ReportedCaches();
+  machine.l1d_bytes = reported.l1d;
+  machine.l2_bytes = reported.l2;
+  machine.l3_bytes = reported.llc;
 }
 
 void DetectCompiler(MachineInfo& machine, const std::string& compiler) {

@@ -24,7 +24,7 @@ struct MachineInfo {
 // host, so measurements imported from elsewhere attach to the right machine. 32 hex digits.
 std::string MachineKey(const MachineInfo& machine);
 
-// Reads /proc/cpuinfo, /sys/devices/system/cpu/cpu0/cache (sysconf as fallback) and runs
+// Reads /proc/cpuinfo and the caches as sysfs reports them (ReportedCaches) and runs
 // `compiler --version`. Fields that cannot be found stay empty or zero; never throws.
 MachineInfo DetectMachine(const std::string& compiler = "c++", const std::string& flags = "");
 

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "base/caches.hpp"
 #include "base/errors.hpp"
 #include "base/hash.hpp"
 #include "db/database.hpp"
@@ -505,6 +506,19 @@ TEST(Machine, DetectsThisMachine) {
   EXPECT_EQ(DetectMachine("c++", "-O2").flags, "-O2");
   // A missing compiler leaves the compiler fields empty instead of failing.
   EXPECT_TRUE(DetectMachine("/nonexistent/compiler").compiler.empty());
+}
+
+// The machine a time is stored under has the caches the rules sized their working sets by:
+// what sysfs reports, with MachineCaches' common sizes only where it reports nothing.
+TEST(Machine, RecordsTheCachesTheRulesSizeBy) {
+  const MachineInfo machine = DetectMachine();
+  const CacheSizes& sized = MachineCaches();
+  EXPECT_GT(sized.l1d, 0);
+  EXPECT_GE(sized.l2, sized.l1d);
+  EXPECT_GE(sized.llc, sized.l2);
+  if (machine.l1d_bytes > 0) EXPECT_EQ(sized.l1d, machine.l1d_bytes);
+  if (machine.l2_bytes > 0) EXPECT_EQ(sized.l2, machine.l2_bytes);
+  if (machine.l3_bytes > 0) EXPECT_EQ(sized.llc, machine.l3_bytes);
 }
 
 }  // namespace
