@@ -77,8 +77,8 @@ TEST(Fingerprint, DependsOnPatternOnly) {
   EXPECT_NE(PatternFingerprint(a), PatternFingerprint(e));
 }
 
-TEST(Stats, SmallKnownMatrix) {
-  // 4x4: full 2x2 block at the top left, diagonal entries below.
+// 4x4: full 2x2 block at the top left, diagonal entries below; rows {0, 1}, {0, 1}, {2}, {0, 3}.
+CooTensor SmallKnownMatrix() {
   CooTensor t;
   t.Reset({4, 4});
   for (auto [i, j] :
@@ -87,6 +87,11 @@ TEST(Stats, SmallKnownMatrix) {
     t.Append(c, 1.0);
   }
   t.Canonicalize();
+  return t;
+}
+
+TEST(Stats, SmallKnownMatrix) {
+  const CooTensor t = SmallKnownMatrix();
   PatternStats s = ComputePatternStats(t);
   EXPECT_EQ(s.nnz, 7);
   EXPECT_EQ(s.row_min, 1);
@@ -102,14 +107,7 @@ TEST(Stats, SmallKnownMatrix) {
 // Block rows store each group's rows over the union of their columns: the padding is R times
 // the unions over the nonzeros, and it is what the packer stores in that format.
 TEST(Stats, RowGroupPaddingIsWhatBlockRowsStore) {
-  CooTensor t;  // rows {0, 1}, {0, 1}, {2}, {0, 3}
-  t.Reset({4, 4});
-  for (auto [i, j] :
-       std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 2}, {3, 3}, {3, 0}}) {
-    int32_t c[2] = {i, j};
-    t.Append(c, 1.0);
-  }
-  t.Canonicalize();
+  const CooTensor t = SmallKnownMatrix();
   EXPECT_DOUBLE_EQ(RowGroupPadding(t, 1), 1.0);
   EXPECT_DOUBLE_EQ(RowGroupPadding(t, 2), (2 * 2 + 2 * 3) / 7.0);
   EXPECT_DOUBLE_EQ(RowGroupPadding(t, 4), 4 * 4 / 7.0);
