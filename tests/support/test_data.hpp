@@ -2,6 +2,7 @@
 // shared datasets, with a random stand-in when those are absent.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -26,6 +27,20 @@ inline CooTensor RandomSparse(std::vector<int64_t> dims, int64_t entries, uint64
     t.Append(c.data(), double(int64_t(rng() % 17) - 8) / 8.0 + 0.0625);
   }
   t.Canonicalize();
+  return t;
+}
+
+// An n x n band of ones: row i holds columns i - half_width ... i + half_width (within the
+// matrix), in canonical order.
+inline CooTensor Band(int32_t n, int32_t half_width) {
+  CooTensor t;
+  t.Reset({n, n});
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t k = std::max(0, i - half_width); k <= std::min(n - 1, i + half_width); ++k) {
+      const int32_t c[2] = {i, k};
+      t.Append(c, 1.0);
+    }
+  }
   return t;
 }
 

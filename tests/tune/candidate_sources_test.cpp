@@ -210,14 +210,7 @@ TEST(Candidates, SpmmBlockRowsFillHalfTheVectorRegisters) {
 // Given the matrix, SpMM's block rows are offered where the rows of a block share columns (a
 // band) and not where they share almost none (uniformly scattered entries).
 TEST(Candidates, SpmmBlockRowsOnlyWhereRowsShareColumns) {
-  CooTensor band;
-  band.Reset({2000, 2000});
-  for (int32_t i = 0; i < 2000; ++i) {
-    for (int32_t k = std::max(0, i - 8); k <= std::min(1999, i + 8); ++k) {
-      const int32_t c[2] = {i, k};
-      band.Append(c, 1.0);
-    }
-  }
+  const CooTensor band = testing::Band(2000, 8);
   const CooTensor scattered = testing::RandomSparse({2000, 200000}, 20000, 45);
   const Expression e = KernelExpression("spmm");
   auto block_rows = [&](const CooTensor& matrix) {
@@ -276,14 +269,7 @@ TEST(Candidates, TheModelsPicksAreSchedulesNoEarlierSourceProposed) {
   setenv("SPARSETUNE_CACHE",
          (std::filesystem::path(SPARSETUNE_BINARY).parent_path() / "test-jit-cache").c_str(), 1);
   const Expression spmv = KernelExpression("spmv");
-  CooTensor tensor;
-  tensor.Reset({3000, 3000});
-  for (int32_t i = 0; i < 3000; ++i) {
-    for (int32_t k = std::max(0, i - 3); k <= std::min(2999, i + 3); ++k) {
-      const int32_t c[2] = {i, k};
-      tensor.Append(c, 1.0);
-    }
-  }
+  const CooTensor tensor = testing::Band(3000, 3);
   CandidateContext context;
   context.kernel = context.kernel_key = "spmv";
   context.expression = &spmv;
