@@ -6,7 +6,10 @@
 # network layer, diagonals, resizes of two real matrices), whose dense operands at width 256
 # pass the last-level cache; "large", generated DRAM-resident ones for spmv (10M+ nonzeros:
 # uniform, power law, banded, blocked, and resizes of real matrices); "graphs", Graph500 and
-# Chung-Lu graphs with random vertex labels (4M-20M nonzeros). Each matrix is tuned
+# Chung-Lu graphs with random vertex labels (4M-20M nonzeros); "later", twelve patterns of
+# 0.3M-1.3M nonzeros drawn from --seed (bands, blocks, a stencil, power law, uniform, a pruned
+# layer, three kinds of graph, diagonals, resizes of two real matrices), new ones for each seed,
+# to check that stored winners stay the fastest on patterns nothing was tuned on. Each matrix is tuned
 # (`sparsetune tune`, into a suite
 # database), then benchmarked (`sparsetune bench --csv`): FixedCSR, the heuristic schedules,
 # the tuned winner, the libraries and the textbook kernels, timed together.
@@ -23,9 +26,10 @@
 #   --kernels "spmv spmm sddmm sddmm_nt"
 #                                 kernels (default all four; all but spmv on matrices up to
 #                                 --dense-max-nnz nonzeros)
-#   --sets "shared mid large graphs"
-#                                 which sets (default all four; graphs: Graph500 and
+#   --sets "shared mid large graphs later"
+#                                 which sets (default the first four; graphs: Graph500 and
 #                                 Chung-Lu graphs of 4M-20M nonzeros)
+#   --seed N                      the later set's first seed (default 561; it uses N to N+11)
 #   --quick                       the shared set only
 #   --large-nnz N                 nonzeros of the generated matrices (default 20M)
 #   --dense-max-nnz N             largest matrix for spmm and sddmm (default 2M)
@@ -39,6 +43,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm sddmm_nt"
 sets="shared mid large graphs"
 summary_only=0
+later_seed=561
 large_nnz=20000000
 dense_max=2000000
 out=$root/bench-results
@@ -49,13 +54,14 @@ while [ $# -gt 0 ]; do
     --kernels) kernels=$2; shift 2 ;;
     --quick) sets=shared; shift ;;
     --sets) sets=$2; shift 2 ;;
+    --seed) later_seed=$2; shift 2 ;;
     --large-nnz) large_nnz=$2; shift 2 ;;
     --dense-max-nnz) dense_max=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --shared) shared=$2; shift 2 ;;
     --summary-only) summary_only=1; shift ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_suite.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -122,6 +128,24 @@ if in_sets graphs; then
   generate graph500_s19 graph500 --scale 19 --edge-factor 16 --seed 17
   generate chung_lu_1m chung-lu --vertices 1M --edges 5M --exponent 2.1 --seed 18
   generate chung_lu_2m chung-lu --vertices 2M --edges 10M --exponent 2.3 --seed 19
+fi
+
+if in_sets later; then
+  s=$later_seed
+  generate "later_banded_$s" banded --rows 70000 --bandwidth 8 --fill 0.8 --seed "$s"
+  generate "later_blocked_$s" blocked --rows 40000 --block 4 --nnz 500000 --block-fill 0.8 --seed $((s + 1))
+  generate "later_stencil2d_$s" stencil2d --nx $((300 + s % 40)) --ny 320
+  generate "later_powerlaw_$s" powerlaw --rows 60000 --nnz 600000 --seed $((s + 2))
+  generate "later_uniform_$s" uniform --rows 40000 --nnz 400000 --seed $((s + 3))
+  generate "later_dnn_$s" dnn --rows 4096 --cols 8192 --density 0.04 --seed $((s + 4))
+  generate "later_chung_lu_$s" chung-lu --vertices 80K --edges 400K --exponent 2.2 --seed $((s + 5))
+  generate "later_graph500_$s" graph500 --scale 16 --edge-factor 8 --seed $((s + 6))
+  generate "later_diagonals_$s" diagonal-heavy --rows 50000 --nnz 500000 --seed $((s + 7))
+  generate "later_communities_$s" communities --vertices 60K --edges 380K --seed $((s + 8))
+  [ -f "$shared/matrices/mhd1280a.mtx" ] &&
+    generate "later_mhd1280a_$s" resize "$shared/matrices/mhd1280a.mtx" --rows 30000 --cols 30000 --seed $((s + 9))
+  [ -f "$shared/matrices/bayer10.mtx" ] &&
+    generate "later_bayer10_$s" resize "$shared/matrices/bayer10.mtx" --rows 40000 --cols 40000 --seed $((s + 10))
 fi
 
 # bench --csv's columns, the first named for the suite's matrix instead of the file.
@@ -206,6 +230,10 @@ awk -F, 'NR > 1 && $6 == "true" {
       near = 0; c = 0
       for (key in tuned) { split(key, p, ","); if (p[2] != k) continue; ++c; near += tuned[key] <= 1.05 * best[key] }
       if (c) printf "%-8s the tuned winner was within 5%% of the fastest sparsetune kernel on %d of %d matrices\n", k, near, c
+      # And within 5% of the fastest of every contender, libraries and textbook kernels too.
+      near = 0; c = 0
+      for (key in tuned) { split(key, p, ","); if (p[2] != k) continue; ++c; near += tuned[key] <= 1.05 * fastest[key] }
+      if (c) printf "%-8s the tuned winner was within 5%% of the fastest contender on %d of %d matrices\n", k, near, c
     }
     nb = 0; nbusy = 0
     for (key in benches) { ++nb; nbusy += (key in busy) }
