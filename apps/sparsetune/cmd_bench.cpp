@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/bulk_allocator.hpp"
+#include "base/caches.hpp"
 #include "base/errors.hpp"
 #include "base/memory.hpp"
 #include "base/threads.hpp"
@@ -63,10 +64,26 @@ struct BenchOptions {
   bool threads_given = false;  // --threads was on the command line (even --threads 0)
 };
 
-// STREAM-triad-like: a = b + s * c over arrays well beyond the last-level cache, all threads;
-// the best of a few runs, counting the three arrays once each.
-double BandwidthProbeGbs(int threads) {
-  const int64_t n = int64_t(1) << 24;  // 16M doubles: 128 MB per array
+// Bytes of each of the bandwidth probe's three arrays: 128 MiB, or the last-level cache where
+// that is larger (a large-L3 server's 480 MiB would hold all three 128 MiB arrays, and the probe
+// would time the cache, not memory), at most 2 GiB, and 128 MiB again when three of those would
+// take over half the memory left (the contenders bench holds come first).
+int64_t BandwidthProbeArrayBytes() {
+  const int64_t floor = int64_t(128) << 20, ceiling = int64_t(2) << 30;
+  const int64_t bytes = std::min(ceiling, std::max(floor, MachineCaches().llc));
+  return 3 * bytes <= MemoryAvailableToProcess() / 2 ? bytes : floor;
+}
+
+struct BandwidthReading {
+  double gbs = 0;
+  int64_t array_bytes = 0;
+};
+
+// STREAM-triad-like: a = b + s * c over three arrays of BandwidthProbeArrayBytes, together
+// beyond the last-level cache, all threads; the best of a few runs, counting the three arrays
+// once each.
+BandwidthReading BandwidthProbe(int threads) {
+  const int64_t n = BandwidthProbeArrayBytes() / int64_t(sizeof(double));
   std::vector<double> a(n), b(n), c(n);
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t k = 0; k < n; ++k) {
@@ -84,7 +101,7 @@ double BandwidthProbeGbs(int threads) {
   }
   volatile double sink = a[n / 3];
   (void)sink;
-  return 3.0 * n * sizeof(double) / best / 1e9;
+  return {3.0 * double(n) * sizeof(double) / best / 1e9, n * int64_t(sizeof(double))};
 }
 
 // The least bytes a kernel must move: the sparse operand in CSR (values and 32-bit column
@@ -605,6 +622,7 @@ struct BenchReport {
   // a virtual machine one reading moved by 35% between benches of the same kernel).
   double probe = 0;
   std::vector<double> probe_by_contest;
+  int64_t probe_array_bytes = 0;  // each of its three arrays, the smallest of its readings
   FlopProbe flop_probe;
   int64_t llc_bytes = 0;
   double bytes = 0;  // the least bytes a call must move
@@ -661,6 +679,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
   out["dtype"] = DTypeName(k.dtype);
   out["bandwidth_probe_gbs"] = r.probe;
   out["bandwidth_probe_gbs_by_contest"] = r.probe_by_contest;
+  out["bandwidth_probe_array_bytes"] = r.probe_array_bytes;
   out["flop_probe_gflops"] = flop_probe.gflops;
   out["flop_probe"] = {{"gflops", flop_probe.gflops}, {"isa", flop_probe.isa},
                        {"lanes", flop_probe.lanes},   {"dtype", DTypeName(k.dtype)},
@@ -834,10 +853,14 @@ void PrintTable(const BenchReport& r) {
               (long long)tensor.dims[0], (long long)tensor.dims[1], (long long)tensor.nnz(),
               DTypeName(k.dtype), on_threads.c_str());
   std::printf(
-      "  probes      memory bandwidth %.1f GB/s (a = b + s * c over three 128 MB arrays, far "
-      "beyond the caches, %s; the median of a reading after each contest)\n"
+      "  probes      memory bandwidth %.1f GB/s (a = b + s * c over three %s arrays, %s, %s; "
+      "the median of a reading after each contest)\n"
       "              FLOP rate %.1f GFLOP/s (independent %s FMA chains, %d lanes, %s)\n",
-      r.probe, on_threads.c_str(), flop_probe.gflops, flop_probe.isa.c_str(), flop_probe.lanes,
+      r.probe, FormatBytes(double(r.probe_array_bytes)).c_str(),
+      r.llc_bytes > 0 && 3 * r.probe_array_bytes <= r.llc_bytes
+          ? "which the last-level cache could hold: memory was short for larger ones"
+          : "beyond the caches",
+      on_threads.c_str(), flop_probe.gflops, flop_probe.isa.c_str(), flop_probe.lanes,
       on_threads.c_str());
   std::printf("  %-22s %-10s %10s %10s %10s %8s %8s %6s %9s %11s %12s %7s\n", "contender", "kind",
               "median", "min", "max", "GB/s", "GFLOP/s", "%peak", "prepare", "vs FixedCSR",
@@ -989,6 +1012,7 @@ void RunBench(const BenchOptions& o) {
   std::vector<std::vector<std::unique_ptr<Contender>>> contests;
   std::vector<TimingResult> checks;
   std::vector<double> probes;  // the bandwidth probe's reading after each contest
+  int64_t probe_array_bytes = 0;
   for (int contest = 0; contest < o.contests; ++contest) {
     // Everything is prepared anew, the libraries' matrices too, and freed before the next.
     if (contest > 0 && o.libraries) libraries = MakeBaselines(operands);
@@ -1007,10 +1031,14 @@ void RunBench(const BenchOptions& o) {
     contests.push_back(std::move(preparation.contenders()));
     libraries.clear();
     renumbered_libraries.clear();
-    probes.push_back(BandwidthProbeGbs(threads));
+    const BandwidthReading reading = BandwidthProbe(threads);
+    probes.push_back(reading.gbs);
+    probe_array_bytes = probe_array_bytes == 0 ? reading.array_bytes
+                                               : std::min(probe_array_bytes, reading.array_bytes);
   }
   BenchReport report;
   report.probe_by_contest = probes;
+  report.probe_array_bytes = probe_array_bytes;
   report.probe = probes[MedianContestIndex(probes)];
   const std::vector<std::unique_ptr<Contender>> contenders =
       MergeContests(contests, checks, &report.timing_check);

@@ -249,6 +249,11 @@ TEST(BenchOutput, EachContenderReportsItsMedianContest) {
   std::sort(probes.begin(), probes.end());
   EXPECT_GT(probes.front(), 0);
   EXPECT_EQ(out["bandwidth_probe_gbs"].get<double>(), probes[1]);
+  // Its arrays pass the last-level cache: each at least 128 MB and at least the cache (to 2 GB).
+  const int64_t array_bytes = out["bandwidth_probe_array_bytes"].get<int64_t>();
+  const int64_t llc_bytes = out["llc_bytes"].get<int64_t>();
+  EXPECT_GE(array_bytes, int64_t(128) << 20);
+  EXPECT_GE(array_bytes, std::min(llc_bytes, int64_t(2) << 30));
   int verified = 0;
   for (const auto& c : out["results"]) {
     if (!c["verified"].get<bool>()) continue;
