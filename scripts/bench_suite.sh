@@ -29,7 +29,7 @@
 #   --sets "shared mid large graphs later"
 #                                 which sets (default the first four; graphs: Graph500 and
 #                                 Chung-Lu graphs of 4M-20M nonzeros)
-#   --seed N                      the later set's first seed (default 561; it uses N to N+11)
+#   --seed N                      the later set's first seed (default 561; it uses N to N+10)
 #   --quick                       the shared set only
 #   --large-nnz N                 nonzeros of the generated matrices (default 20M)
 #   --dense-max-nnz N             largest matrix for spmm and sddmm (default 2M)

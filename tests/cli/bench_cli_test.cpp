@@ -249,7 +249,7 @@ TEST(BenchOutput, EachContenderReportsItsMedianContest) {
   std::sort(probes.begin(), probes.end());
   EXPECT_GT(probes.front(), 0);
   EXPECT_EQ(out["bandwidth_probe_gbs"].get<double>(), probes[1]);
-  // Its arrays pass the last-level cache: each at least 128 MB and at least the cache (to 2 GB).
+  // Its arrays pass the last-level cache: each at least 128 MiB and the cache (up to 2 GiB).
   const int64_t array_bytes = out["bandwidth_probe_array_bytes"].get<int64_t>();
   const int64_t llc_bytes = out["llc_bytes"].get<int64_t>();
   EXPECT_GE(array_bytes, int64_t(128) << 20);
