@@ -227,6 +227,42 @@ TEST(Candidates, SpmmBlockRowsOnlyWhereRowsShareColumns) {
   EXPECT_TRUE(block_rows(scattered).empty());
 }
 
+// SpMM's L2-sized column segments: on a pattern as dense as a pruned layer, B's slices of an
+// eighth, a quarter and half of L2 (rows of 1 KiB at j 256), each computing what the reference
+// does; on a sparse one of as many columns, none.
+TEST(Candidates, SpmmL2SegmentsOnlyOnDenseEnoughPatterns) {
+  const int64_t columns = 8 * MachineCaches().l2 / 1024;  // B twice the L2 at j 256
+  const CooTensor dense = testing::RandomSparse({300, columns}, 300 * columns / 20, 46);
+  const CooTensor sparse = testing::RandomSparse({300, columns}, 600, 47);
+  const Expression e = KernelExpression("spmm");
+  testing::TempDir dir;
+  Jit jit(dir.path() + "/jit");
+  auto l2_widths = [&](const CooTensor& matrix, bool verify) {
+    const auto sizes = ResolveIndexSizes(e, matrix.dims, {{"j", 256}});
+    KernelRunner runner(e, matrix, sizes, DType::kF32, jit);
+    std::set<int64_t> widths;
+    for (const TuneCandidate& c : LibraryRuleCandidates("spmm", e, sizes, matrix.nnz(), 4)) {
+      if (!c.schedule.splits.count("k") || c.schedule.splits.count("i")) continue;
+      const int64_t width = c.schedule.splits.at("k");
+      if (width * 1024 > MachineCaches().l2) continue;  // the last-level cache's segments
+      widths.insert(width);
+      RunOptions options;
+      options.time = false;
+      if (verify) EXPECT_TRUE(runner.Run(c.schedule, options).verified) << c.json;
+    }
+    return widths;
+  };
+  const int64_t l2 = MachineCaches().l2;
+  std::set<int64_t> expected;
+  for (int64_t budget : {l2 / 8, l2 / 4, l2 / 2}) {
+    int64_t width = 1;
+    while (width * 2 * 1024 <= budget) width *= 2;
+    if (width >= 64) expected.insert(width);
+  }
+  EXPECT_EQ(l2_widths(dense, true), expected);
+  EXPECT_TRUE(l2_widths(sparse, false).empty());
+}
+
 // A schedule that names every thread by their count runs the kernel of one that says 0 (all):
 // it is not measured twice. One thread is another kernel.
 TEST(Candidates, SchedulesThatRunTheSameKernelHereAreOneCandidate) {
