@@ -148,8 +148,9 @@ void PrintReport(const TuneReport& r, bool explain) {
                                          FormatMs(r.pack_ms - r.ordering_ms) + ")"
                                    : "";
   if (r.break_even_calls >= 0) {
-    std::printf("  pack        %s%s   pays for itself after %lld calls\n",
-                FormatMs(r.pack_ms).c_str(), ordering.c_str(), (long long)r.break_even_calls);
+    std::printf("  pack        %s%s   pays for itself after %lld %s\n", FormatMs(r.pack_ms).c_str(),
+                ordering.c_str(), (long long)r.break_even_calls,
+                r.break_even_calls == 1 ? "call" : "calls");
   } else {
     std::printf("  pack        %s%s\n", FormatMs(r.pack_ms).c_str(), ordering.c_str());
   }
@@ -159,9 +160,9 @@ void PrintReport(const TuneReport& r, bool explain) {
         "(_compute_tuned_order)\n");
   if (r.calls > 0)
     std::printf(
-        "  calls       chosen for %lld calls on one prepared operand: %s with preparation "
+        "  calls       chosen for %lld %s on one prepared operand: %s with preparation "
         "(FixedCSR %s)\n",
-        (long long)r.calls, FormatMs(r.end_to_end_ms()).c_str(),
+        (long long)r.calls, r.calls == 1 ? "call" : "calls", FormatMs(r.end_to_end_ms()).c_str(),
         FormatMs(r.fixed_csr_end_to_end_ms()).c_str());
   if (!r.from_db && r.model_calibrated)
     std::printf("  model       calibrated to this machine: %s\n", r.model_dir.c_str());
@@ -330,10 +331,11 @@ void RunQuery(const QueryOptions& o, Context& context) {
   }
   std::printf("%s\n", answer.winner_json.c_str());
   if (answer.hit) {
-    const std::string for_calls =
-        answer.calls > 0 ? ", preparation " + FormatMs(answer.prepare_ms) + ", chosen for " +
-                               std::to_string(answer.calls) + " calls"
-                         : "";
+    const std::string for_calls = answer.calls > 0
+                                      ? ", preparation " + FormatMs(answer.prepare_ms) +
+                                            ", chosen for " + std::to_string(answer.calls) +
+                                            (answer.calls == 1 ? " call" : " calls")
+                                      : "";
     const std::string order = answer.tuned_order ? " in the tuned order" : "";
     std::fprintf(stderr, "sparsetune query: %s a call%s%s (%s)\n",
                  FormatMs(answer.winner_ms).c_str(), order.c_str(), for_calls.c_str(),
