@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -293,21 +292,20 @@ void MeasureFinalRound(KernelRunner& runner, Jit& jit, const ContestOptions& con
                  "final round, run-off of " + std::to_string(close.size()) + ", contest " +
                      std::to_string(k + 1) + " of " + std::to_string(options.runoff_contests));
     }
+    // Static chunks run fast while the threads sit on cores that share a cache and slow while
+    // they do not: a run-off of short contests that all fell in one placement judged them by it
+    // (SpMV on diagonals: 0.213 ms in its tune, 0.212-0.268 in a bench's three contests).
+    for (int k = 0; k < kMaxPlacementContests; ++k) {
+      const PlacementTally seen = ObservedPlacements();
+      if (std::none_of(close.begin(), close.end(),
+                       [&](size_t o) { return MissesAPlacement(per_finalist[o], seen); }))
+        break;
+      contest_of(
+          close, contests + options.runoff_contests + k,
+          "final round, run-off for both thread placements, contest " + std::to_string(k + 1));
+    }
     for (size_t o : close) typical[o] = MedianContest(per_finalist[o]);
     m.stage_ms["runoff"] = MsSince(runoff_start);
-  }
-  // Static chunks run fast while the threads sit on cores that share a cache and slow while
-  // they do not: contests that all fell in one placement judged a finalist by it (SpMV on
-  // diagonals: 0.213 ms in its tune, 0.212-0.268 in a bench's three contests).
-  const auto placement_start = std::chrono::steady_clock::now();
-  for (int k = 0; k < kMaxPlacementContests; ++k) {
-    const std::vector<size_t> missing =
-        PlacementContestants(per_finalist, typical, ObservedPlacements());
-    if (missing.empty()) break;
-    contest_of(missing, contests + options.runoff_contests + k,
-               "final round, both thread placements, contest " + std::to_string(k + 1));
-    for (size_t o : missing) typical[o] = MedianContest(per_finalist[o]);
-    m.stage_ms["placements"] = MsSince(placement_start);
   }
   std::vector<RunResult> before, after;  // the finalists the first round timed, then and now
   for (size_t o = 0; o < final_round.size(); ++o) {
@@ -497,28 +495,6 @@ bool MissesAPlacement(const std::vector<RunResult>& contests, const PlacementTal
   const double far_share = seen.FarShare();
   return (near < kMinPlacementRounds && 1 - far_share >= kMinMissedPlacementShare) ||
          (far < kMinPlacementRounds && far_share >= kMinMissedPlacementShare);
-}
-
-std::vector<size_t> PlacementContestants(const std::vector<std::vector<RunResult>>& per_finalist,
-                                         const std::vector<RunResult>& typical,
-                                         const PlacementTally& seen) {
-  std::optional<size_t> fastest;
-  for (size_t o = 0; o < typical.size(); ++o) {
-    if (typical[o].ok() &&
-        (!fastest || typical[o].time.median_ms < typical[*fastest].time.median_ms))
-      fastest = o;
-  }
-  if (!fastest) return {};
-  const double bound = (1 + kPlacementWithin) * typical[*fastest].time.median_ms;
-  std::vector<size_t> missing;
-  for (size_t o = 0; o < typical.size() && o < per_finalist.size(); ++o) {
-    if (o != *fastest && typical[o].ok() && typical[o].time.median_ms <= bound &&
-        MissesAPlacement(per_finalist[o], seen))
-      missing.push_back(o);
-  }
-  if (missing.empty() && !MissesAPlacement(per_finalist[*fastest], seen)) return {};
-  missing.insert(missing.begin(), *fastest);
-  return missing;
 }
 
 double FinalRoundDrift(const std::vector<RunResult>& first_round,

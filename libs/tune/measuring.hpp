@@ -151,18 +151,7 @@ std::vector<size_t> RunoffFinalists(const std::vector<RunResult>& typical, doubl
 bool MissesAPlacement(const std::vector<RunResult>& contests, const PlacementTally& seen);
 constexpr double kMinMissedPlacementShare = 0.15;
 
-// The finalists to time again for a placement they missed: every one that MissesAPlacement
-// and whose time (typical, its contests so far) is within kPlacementWithin of the fastest
-// finalist's, with the fastest beside them (a time of the same moment to compare with), the
-// fastest first; none when no finalist misses one. Not only the run-off's: a kernel can run
-// 1.4x slower in one placement than in the other (SDDMM on Graph500 scale 16: a rule 27.3 ms
-// near and 38.8 far), so one timed only where it is slow looks out of the race when it is not.
-std::vector<size_t> PlacementContestants(const std::vector<std::vector<RunResult>>& per_finalist,
-                                         const std::vector<RunResult>& typical,
-                                         const PlacementTally& seen);
-constexpr double kPlacementWithin = 0.5;
-
-// At most this many more contests of the final round, while PlacementContestants names any.
+// At most this many more contests of the run-off, while one of its finalists MissesAPlacement.
 constexpr int kMaxPlacementContests = 6;
 
 // A neighbour of the final round's winner becomes a finalist when it beat the winner by this
@@ -231,8 +220,8 @@ struct Measured {
   std::vector<TuneCandidateResult> lines;  // one per candidate, as the report shows them
   int attempts = 1;                        // how many times the first round was measured
   std::string disturbance;                 // why the times stayed disturbed ("" when they did not)
-  // "measure", "second" for the second round, "final" for the final round, "runoff" for
-  // the part of it that RunoffFinalists asked for and "placements" for PlacementContestants'
+  // "measure", "second" for the second round, "final" for the final round and "runoff" for
+  // the part of it that RunoffFinalists asked for
   std::map<std::string, double> stage_ms;
   // The candidates the final round timed again (empty when it had fewer than two): the winner
   // is one of them, judged only against times taken beside it.

@@ -301,43 +301,6 @@ TEST(FinalRound, ARunoffGoesOnUntilEachFinalistSawBothPlacements) {
   EXPECT_FALSE(MissesAPlacement({contest(3, 0), timed_out}, host));
 }
 
-TEST(FinalRound, AFinalistTimedInOnePlacementIsTimedInTheOtherThoughOutsideTheRunoff) {
-  auto contests = [](double ms, int near, int far) {
-    RunResult r = Timed(ms);
-    r.time.near_rounds = near;
-    r.time.far_rounds = far;
-    if (near > 0) r.time.near_ms = ms;
-    if (far > 0) r.time.far_ms = ms;
-    return std::vector<RunResult>(3, r);
-  };
-  PlacementTally host;  // threads near in two thirds of the rounds, far in the rest
-  host.near_rounds = 148;
-  host.far_rounds = 67;
-  // The fastest saw both placements; the second is 14% behind (far outside a 5% run-off) but
-  // was timed only far, where a kernel can be 1.4x slower; the third saw both; the fourth is
-  // over 1.5x the fastest; the fifth did not run.
-  std::vector<std::vector<RunResult>> per_finalist = {contests(34.8, 4, 5), contests(39.7, 0, 10),
-                                                      contests(36.8, 4, 5), contests(60.0, 0, 10),
-                                                      contests(30.0, 0, 10)};
-  per_finalist[4][0].status = RunStatus::kTimedOut;
-  std::vector<RunResult> typical;
-  for (const auto& c : per_finalist) typical.push_back(MedianContest(c));
-  // The one that could still win is timed again beside the fastest, the fastest first.
-  EXPECT_EQ(PlacementContestants(per_finalist, typical, host), (std::vector<size_t>{0, 1}));
-  // Once every contender within reach has seen both, nothing more.
-  per_finalist[1].push_back(contests(27.3, 9, 0)[0]);
-  typical[1] = MedianContest(per_finalist[1]);
-  EXPECT_TRUE(PlacementContestants(per_finalist, typical, host).empty());
-  // The fastest alone timed in one placement is timed again too.
-  per_finalist[0] = contests(20.0, 9, 0);
-  typical[0] = MedianContest(per_finalist[0]);
-  EXPECT_EQ(PlacementContestants(per_finalist, typical, host), (std::vector<size_t>{0}));
-  // A host that has not shown both placements asks for nothing.
-  PlacementTally near_only;
-  near_only.near_rounds = 200;
-  EXPECT_TRUE(PlacementContestants(per_finalist, typical, near_only).empty());
-}
-
 TEST(FinalRound, AFinalistThatTimedOutInAnyContestIsNotTrusted) {
   RunResult timed_out = Timed(50.0);
   timed_out.status = RunStatus::kTimedOut;
