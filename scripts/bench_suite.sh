@@ -37,13 +37,17 @@
 #   --cache DIR                   generated matrices (default $XDG_CACHE_HOME/sparsetune/bench)
 #   --shared DIR                  the shared datasets folder (default ../shared/datasets)
 #   --summary-only                redo summary.txt and the plots from the folder's results.csv
-# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune).
+# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune);
+# SPARSETUNE_BUSY_WAIT, seconds to wait before tuning again a matrix whose times stayed
+# disturbed (tune's exit code 3; twice at most, as `batch` does; default 60).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm sddmm_nt"
 sets="shared mid large graphs"
 summary_only=0
 later_seed=561
+busy_retries=2  # tunes again of a matrix whose times stayed disturbed, as `batch --busy-retries`
+busy_wait=${SPARSETUNE_BUSY_WAIT:-60}
 large_nnz=20000000
 dense_max=2000000
 out=$root/bench-results
@@ -61,7 +65,7 @@ while [ $# -gt 0 ]; do
     --cache) cache=$2; shift 2 ;;
     --shared) shared=$2; shift 2 ;;
     --summary-only) summary_only=1; shift ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_suite.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -156,8 +160,20 @@ for entry in "${suite[@]}"; do
   for kernel in $kernels; do
     if [ "$kernel" != spmv ] && [ "$nnz" -gt "$dense_max" ]; then continue; fi
     echo "== $name $kernel ($nnz nonzeros)" >&2
-    "${bin[@]}" tune "$file" --kernel "$kernel" --db "$db" --json > "$out/tune/$name-$kernel.json" ||
-      { echo "bench_suite.sh: tune failed on $name" >&2; continue; }
+    # Exit code 3: every timing stayed disturbed (a virtual machine's neighbour, for minutes), so
+    # nothing was stored; as `batch` does, wait and tune it again rather than leave it out.
+    status=0
+    for attempt in $(seq 0 "$busy_retries"); do
+      if [ "$attempt" -gt 0 ]; then
+        echo "bench_suite.sh: $name ($kernel) stayed disturbed; tuning it again in ${busy_wait}s" >&2
+        sleep "$busy_wait"
+      fi
+      status=0
+      "${bin[@]}" tune "$file" --kernel "$kernel" --db "$db" --json > "$out/tune/$name-$kernel.json" ||
+        status=$?
+      [ "$status" -eq 3 ] || break
+    done
+    [ "$status" -eq 0 ] || { echo "bench_suite.sh: tune failed on $name" >&2; continue; }
     "${bin[@]}" bench "$file" --kernel "$kernel" --db "$db" --csv |
       awk -F, -v m="$name" 'BEGIN { OFS = "," } NR > 1 { $1 = m; print }' >> "$csv" ||
       echo "bench_suite.sh: bench failed on $name" >&2
