@@ -162,7 +162,6 @@ for entry in "${suite[@]}"; do
     echo "== $name $kernel ($nnz nonzeros)" >&2
     # Exit code 3: every timing stayed disturbed (a virtual machine's neighbour, for minutes), so
     # nothing was stored; as `batch` does, wait and tune it again rather than leave it out.
-    status=0
     for attempt in $(seq 0 "$busy_retries"); do
       if [ "$attempt" -gt 0 ]; then
         echo "bench_suite.sh: $name ($kernel) stayed disturbed; tuning it again in ${busy_wait}s" >&2
