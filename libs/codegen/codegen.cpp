@@ -1608,6 +1608,18 @@ class Emitter {
       --depth_;
       Line("}");
     }
+    // A batch whose four entries all update one output element (a long row's run of entries)
+    // adds its terms first and stores once: four stores to one address would each wait for the
+    // one before through store-to-load forwarding.
+    if (const std::string one_target = SameOutputCondition(n, compute); !one_target.empty()) {
+      Line("if (" + one_target + ") {  // all four update one output element");
+      ++depth_;
+      define_coordinates(0);
+      EmitUpdate(Address(compute.lhs), false, "(term0 + term1) + (term2 + term3)", false);
+      Line("continue;");
+      --depth_;
+      Line("}");
+    }
     for (int u = 0; u < n.unroll; ++u) {
       Line("{");
       ++depth_;
@@ -1627,6 +1639,25 @@ class Emitter {
     EmitNode(singleton);
     --depth_;
     Line("}");
+  }
+
+  // For a batch of four entries of coordinate list `n` read a word a level: the condition that
+  // all four update the same output element (their coordinates equal at every batched level the
+  // output's address uses), or "" when it cannot be read from the batch's words.
+  std::string SameOutputCondition(const NestNode& n, const NestNode& compute) const {
+    if (n.unroll != 4 || compute.lhs.temp >= 0 || compute.lhs.tensor < 0) return "";
+    const auto output = nest_.StorageIndices(compute.lhs.tensor);
+    const NestNode& singleton = *n.children[0];
+    std::vector<std::string> equal;
+    for (const NestNode* level : {&n, &singleton}) {
+      if (std::find(output.begin(), output.end(), level->var.index) == output.end()) continue;
+      if (!batch_words_.count(level->level)) return "";
+      const std::string w = "w" + std::to_string(level->level);
+      equal.push_back("(" + w + " & 0xffff) * 0x0001000100010001ull == " + w);
+    }
+    std::string condition;
+    for (const std::string& e : equal) condition += (condition.empty() ? "" : " && ") + e;
+    return condition;
   }
 
   // The dense inputs that computes below `n` read through its index, once each.

@@ -565,5 +565,39 @@ TEST(Codegen, RefusesMoreIndicesThanTheAbiCarries) {
                InputError);
 }
 
+// Coordinate lists in blocks by column, four entries at a time: a batch whose four entries
+// update one element of y (a run of a hub's row) adds them first and stores once; a batch
+// without 16-bit words has no such test.
+TEST_F(GeneratedKernels, CoordinateListBatchesOfOneOutputElementStoreOnce) {
+  // A random matrix with a full row and a full column, in blocks of 1024 rows and columns (so
+  // that coordinates take 16 bits): most columns hold only the full row, whose entries then
+  // come in runs.
+  CooTensor hub = testing::RandomSparse({1500, 1300}, 500, 21);
+  for (int32_t k = 0; k < 1300; ++k) {
+    const int32_t row[2] = {17, k};
+    hub.Append(row, 0.25 + k % 5);
+  }
+  for (int32_t i = 0; i < 1500; ++i) {
+    const int32_t column[2] = {i, 9};
+    hub.Append(column, 1.5 - i % 3);
+  }
+  hub.Canonicalize();
+  auto blocks = [&](int unroll) {
+    return Parse({{"splits", {{"i", 1024}, {"k", 1024}}},
+                  {"loop_order", {"i1", "k1", "k0", "i0"}},
+                  {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
+                  {"parallel", {{"index", "i1"}, {"partition", "balanced"}}},
+                  {"unroll", unroll},
+                  {"narrow_coordinates", true}});
+  };
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    KernelRunner& runner = Runner("spmv", hub, {}, dtype);
+    const std::string source = CompiledAndVerified(runner, blocks(4));
+    EXPECT_TRUE(Has(source, "if ((w3 & 0xffff) * 0x0001000100010001ull == w3) {"));
+    EXPECT_TRUE(Has(source, "T0_block[i0n] += (term0 + term1) + (term2 + term3);"));
+    EXPECT_TRUE(Lacks(CompiledAndVerified(runner, blocks(2)), "all four update"));
+  }
+}
+
 }  // namespace
 }  // namespace sparsetune
