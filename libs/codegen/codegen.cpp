@@ -1609,8 +1609,7 @@ class Emitter {
       Line("}");
     }
     // A batch whose four entries all update one output element (a long row's run of entries)
-    // adds its terms first and stores once: four stores to one address would each wait for the
-    // one before through store-to-load forwarding.
+    // adds its terms first and stores once (Schedule::merge_runs).
     if (const std::string one_target = SameOutputCondition(n, compute); !one_target.empty()) {
       Line("if (" + one_target + ") {  // all four update one output element");
       ++depth_;
@@ -1641,11 +1640,13 @@ class Emitter {
     Line("}");
   }
 
-  // For a batch of four entries of coordinate list `n` read a word a level: the condition that
-  // all four update the same output element (their coordinates equal at every batched level the
-  // output's address uses), or "" when it cannot be read from the batch's words.
+  // For a batch of four entries of coordinate list `n` read a word a level, when the schedule
+  // merges runs (Schedule::merge_runs): the condition that all four update the same output
+  // element (their coordinates equal at every batched level the output's address uses), or ""
+  // when it cannot be read from the batch's words.
   std::string SameOutputCondition(const NestNode& n, const NestNode& compute) const {
-    if (n.unroll != 4 || compute.lhs.temp >= 0 || compute.lhs.tensor < 0) return "";
+    if (!n.merge_runs || n.unroll != 4 || compute.lhs.temp >= 0 || compute.lhs.tensor < 0)
+      return "";
     const auto output = nest_.StorageIndices(compute.lhs.tensor);
     const NestNode& singleton = *n.children[0];
     std::vector<std::string> equal;

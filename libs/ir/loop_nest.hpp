@@ -69,6 +69,8 @@ struct NestNode {
   // Compressed loops that gather dense rows through their coordinate: prefetch the rows of the
   // nonzero this many positions ahead (0: none).
   int prefetch = 0;
+  // Coordinate lists batched four at a time: a batch of one output element stores once.
+  bool merge_runs = false;
   int group = 1;  // grouped compressed levels: segments are multiples of this
   // Register tiling: this reduction loop accumulates the output slice that `tile_loop` (a
   // split-inner dense loop under it, over the output's last index) ranges over in registers,

@@ -753,7 +753,10 @@ class Lowerer {
     // entries each update the output: that many entries at a time, their products before their
     // updates, so the gathers of consecutive entries are not held up behind the scattered
     // stores; codegen also reads each batch's coordinates in one load per level.
-    if (IsCoordinateListScatter(*n)) n->unroll = s_.unroll;
+    if (IsCoordinateListScatter(*n)) {
+      n->unroll = s_.unroll;
+      n->merge_runs = s_.merge_runs && s_.unroll == 4;
+    }
     if (n->kind == NestNode::Kind::kLoop && n->loop_kind != LoopKind::kLevelC &&
         n->loop_kind != LoopKind::kLevelQ && n->children[0]->kind == NestNode::Kind::kCompute) {
       const NestNode* c = n->children[0].get();
@@ -950,6 +953,7 @@ void PrintNode(const LoopNest& nest, const NestNode& n, int depth, std::string& 
                              : "") +
              (n.group > 1 ? ", groups of " + std::to_string(n.group) : "") +
              (n.prefetch > 0 ? ", prefetch " + std::to_string(n.prefetch) + " ahead" : "") +
+             (n.merge_runs ? ", runs of one output element merged" : "") +
              (n.tile_loop ? ", " + n.tile_loop->var.name + " slice" +
                                 (n.tile_rows ? " per " + n.tile_rows->var.name : "") +
                                 " in registers" + (n.tile_complete ? ", stored once" : "")

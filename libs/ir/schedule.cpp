@@ -65,6 +65,7 @@ Schedule& Schedule::operator=(const Schedule& other) {
   partition = other.partition;
   unroll = other.unroll;
   prefetch = other.prefetch;
+  merge_runs = other.merge_runs;
   ordering = other.ordering;
   narrow_coordinates = other.narrow_coordinates;
   transposed = other.transposed;
@@ -207,6 +208,7 @@ LevelKind ParseLevelKind(const std::string& text, const std::string& what) {
 void Schedule::Canonicalize() {
   if (parallel.empty()) partition = Partition::kDynamic;
   if (partition == Partition::kBalanced) chunk = 1;  // unused
+  if (unroll != 4) merge_runs = false;  // only batches of four merge
   std::map<std::string, std::string> rename;         // var -> new name ("" = drop)
   for (auto it = splits.begin(); it != splits.end();) {
     if (it->second == 1) {
@@ -275,6 +277,7 @@ nlohmann::json Schedule::ToJson() const {
   }
   if (unroll != 1) j["unroll"] = unroll;
   if (prefetch != 0) j["prefetch"] = prefetch;
+  if (merge_runs) j["merge_runs"] = true;
   if (ordering != OrderingKind::kNone) j["ordering"] = OrderingName(ordering);
   if (narrow_coordinates) j["narrow_coordinates"] = true;
   if (!transposed.empty()) j["transpose"] = transposed;
@@ -382,7 +385,7 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
     static const char* known[] = {"splits",    "tree",     "loop_order", "format",
                                   "parallel",  "kernel",   "expression", "notation",
                                   "source",    "comment",  "unroll",     "narrow_coordinates",
-                                  "transpose", "prefetch", "ordering"};
+                                  "transpose", "prefetch", "ordering", "merge_runs"};
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return it.key() == k; }) == std::end(known)) {
       fail("unknown key " + Quoted(it.key()));
@@ -434,6 +437,10 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
         j["prefetch"].get<int64_t>() > kMaxPrefetchDistance)
       fail("\"prefetch\" must be an integer from 0 to " + std::to_string(kMaxPrefetchDistance));
     s.prefetch = j["prefetch"].get<int>();
+  }
+  if (j.contains("merge_runs")) {
+    if (!j["merge_runs"].is_boolean()) fail("\"merge_runs\" must be true or false");
+    s.merge_runs = j["merge_runs"].get<bool>();
   }
   if (j.contains("ordering")) {
     if (!j["ordering"].is_string() || !ParseOrdering(j["ordering"].get<std::string>(), &s.ordering))
@@ -678,6 +685,7 @@ std::string Schedule::Summary() const {
   if (!parallel.empty() && threads) out += " threads " + std::to_string(threads);
   if (unroll > 1) out += " | unroll " + std::to_string(unroll);
   if (prefetch > 0) out += " | prefetch " + std::to_string(prefetch);
+  if (merge_runs) out += " | merged runs";
   if (ordering != OrderingKind::kNone) out += std::string(" | ordered ") + OrderingName(ordering);
   if (narrow_coordinates) out += " | narrow";
   for (const auto& name : transposed) out += " | " + name + " transposed";

@@ -544,6 +544,7 @@ std::optional<SuperSchedule> WacoTemplate::FromSchedule(const Schedule& schedule
   // Choices the encoding has no slot for: a point without them would stand for another kernel.
   if (!c.groups.empty()) return fail("grouped levels are not in the template");
   if (c.prefetch != 0) return fail("prefetching is not in the template");
+  if (c.merge_runs) return fail("merged runs are not in the template");
   if (c.ordering != OrderingKind::kNone) return fail("orderings are not in the template");
   SuperSchedule s;
   for (const auto& index : indices_) s.splits[index] = 1;

@@ -565,9 +565,9 @@ TEST(Codegen, RefusesMoreIndicesThanTheAbiCarries) {
                InputError);
 }
 
-// Coordinate lists in blocks by column, four entries at a time: a batch whose four entries
-// update one element of y (a run of a hub's row) adds them first and stores once; a batch
-// without 16-bit words has no such test.
+// Coordinate lists in blocks by column, four entries at a time, with merge_runs: a batch whose
+// four entries update one element of y (a run of a hub's row) adds them first and stores once;
+// without it, or without 16-bit words, no such test.
 TEST_F(GeneratedKernels, CoordinateListBatchesOfOneOutputElementStoreOnce) {
   // A random matrix with a full row and a full column, in blocks of 1024 rows and columns (so
   // that coordinates take 16 bits): most columns hold only the full row, whose entries then
@@ -582,21 +582,31 @@ TEST_F(GeneratedKernels, CoordinateListBatchesOfOneOutputElementStoreOnce) {
     hub.Append(column, 1.5 - i % 3);
   }
   hub.Canonicalize();
-  auto blocks = [&](int unroll) {
+  auto blocks = [&](int unroll, bool merge_runs) {
     return Parse({{"splits", {{"i", 1024}, {"k", 1024}}},
                   {"loop_order", {"i1", "k1", "k0", "i0"}},
                   {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
                   {"parallel", {{"index", "i1"}, {"partition", "balanced"}}},
                   {"unroll", unroll},
-                  {"narrow_coordinates", true}});
+                  {"narrow_coordinates", true},
+                  {"merge_runs", merge_runs}});
   };
   for (DType dtype : {DType::kF32, DType::kF64}) {
     KernelRunner& runner = Runner("spmv", hub, {}, dtype);
-    const std::string source = CompiledAndVerified(runner, blocks(4));
+    const std::string source = CompiledAndVerified(runner, blocks(4, true));
     EXPECT_TRUE(Has(source, "if ((w3 & 0xffff) * 0x0001000100010001ull == w3) {"));
     EXPECT_TRUE(Has(source, "T0_block[i0n] += (term0 + term1) + (term2 + term3);"));
-    EXPECT_TRUE(Lacks(CompiledAndVerified(runner, blocks(2)), "all four update"));
+    // Not asked for, or batches of two: four stores as before.
+    EXPECT_TRUE(Lacks(CompiledAndVerified(runner, blocks(4, false)), "all four update"));
+    EXPECT_TRUE(Lacks(CompiledAndVerified(runner, blocks(2, true)), "all four update"));
   }
+  // Stored and read back; canonical only where it applies.
+  EXPECT_EQ(blocks(4, true).ToJson()["merge_runs"], true);
+  EXPECT_EQ(blocks(4, true).Summary().find("merged runs") != std::string::npos, true);
+  Schedule two = blocks(2, true);
+  two.Canonicalize();
+  EXPECT_FALSE(two.merge_runs);
+  EXPECT_THROW(Parse({{"merge_runs", 1}}), InputError);
 }
 
 }  // namespace
