@@ -1645,19 +1645,17 @@ class Emitter {
   // element (their coordinates equal at every batched level the output's address uses), or ""
   // when it cannot be read from the batch's words.
   std::string SameOutputCondition(const NestNode& n, const NestNode& compute) const {
-    if (!n.merge_runs || n.unroll != 4 || compute.lhs.temp >= 0 || compute.lhs.tensor < 0)
-      return "";
+    if (!n.merge_runs || compute.lhs.temp >= 0 || compute.lhs.tensor < 0) return "";
     const auto output = nest_.StorageIndices(compute.lhs.tensor);
     const NestNode& singleton = *n.children[0];
-    std::vector<std::string> equal;
+    std::string condition;
     for (const NestNode* level : {&n, &singleton}) {
       if (std::find(output.begin(), output.end(), level->var.index) == output.end()) continue;
-      if (!batch_words_.count(level->level)) return "";
+      if (!batch_words_.count(level->level)) return "";  // words only in batches of four
       const std::string w = "w" + std::to_string(level->level);
-      equal.push_back("(" + w + " & 0xffff) * 0x0001000100010001ull == " + w);
+      condition +=
+          (condition.empty() ? "(" : " && (") + w + " & 0xffff) * 0x0001000100010001ull == " + w;
     }
-    std::string condition;
-    for (const std::string& e : equal) condition += (condition.empty() ? "" : " && ") + e;
     return condition;
   }
 

@@ -208,7 +208,7 @@ LevelKind ParseLevelKind(const std::string& text, const std::string& what) {
 void Schedule::Canonicalize() {
   if (parallel.empty()) partition = Partition::kDynamic;
   if (partition == Partition::kBalanced) chunk = 1;  // unused
-  if (unroll != 4) merge_runs = false;  // only batches of four merge
+  if (unroll != 4) merge_runs = false;               // only batches of four merge
   std::map<std::string, std::string> rename;         // var -> new name ("" = drop)
   for (auto it = splits.begin(); it != splits.end();) {
     if (it->second == 1) {
@@ -385,7 +385,7 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
     static const char* known[] = {"splits",    "tree",     "loop_order", "format",
                                   "parallel",  "kernel",   "expression", "notation",
                                   "source",    "comment",  "unroll",     "narrow_coordinates",
-                                  "transpose", "prefetch", "ordering", "merge_runs"};
+                                  "transpose", "prefetch", "ordering",   "merge_runs"};
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return it.key() == k; }) == std::end(known)) {
       fail("unknown key " + Quoted(it.key()));
