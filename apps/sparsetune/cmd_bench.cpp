@@ -104,14 +104,15 @@ BandwidthReading BandwidthProbe(int threads) {
   return {3.0 * double(n) * sizeof(double) / best / 1e9, n * int64_t(sizeof(double))};
 }
 
-// The least bytes a kernel must move: the sparse operand in CSR (values and 32-bit column
-// indices, row pointers) and each dense operand and output once; 0 for a kernel other than
-// spmv, spmm, sddmm and sddmm_nt.
+// The least bytes a kernel must move: the sparse operand in CSR (values, unless every value is
+// the same, and 32-bit column indices, row pointers) and each dense operand and output once; 0
+// for a kernel other than spmv, spmm, sddmm and sddmm_nt.
 double EffectiveBytes(const std::string& kernel, const CooTensor& t, const IndexSizes& sizes,
                       DType dtype) {
   const double v = double(DTypeSize(dtype)), nnz = double(t.nnz());
   const double rows = double(t.dims[0]), cols = double(t.dims[1]);
-  const double csr = nnz * (v + 4) + (rows + 1) * 4;
+  const double value_bytes = HasUniformValues(t, IsComplex(dtype)) ? 0 : v;
+  const double csr = nnz * (value_bytes + 4) + (rows + 1) * 4;
   if (kernel == "spmv") return csr + (cols + rows) * v;
   if (kernel == "spmm") return csr + (cols + rows) * double(sizes.at("j")) * v;
   // sddmm and sddmm_nt: B (M x K), C (K x N or N x K) and the output's values.
@@ -279,8 +280,12 @@ std::vector<NamedSchedule> ScheduleContenders(const ResolvedKernel& k, const Coo
   context.fingerprint = PatternFingerprint(tensor);
   context.prefix_nnz = ComputePatternStats(tensor, StatsDetail::kLinear).prefix_nnz;
   context.value_bytes = DTypeSize(k.dtype);
+  // As tune measures them: one value where every value is the same and the format allows.
+  const bool uniform_values = HasUniformValues(tensor, IsComplex(k.dtype));
   auto propose = [&](const std::unique_ptr<CandidateSource>& source) {
-    return source->Propose(context).value_or(std::vector<TuneCandidate>{});
+    auto proposed = source->Propose(context).value_or(std::vector<TuneCandidate>{});
+    if (uniform_values) ApplyUniformValues(proposed);
+    return proposed;
   };
   std::vector<NamedSchedule> schedules;
   schedules.push_back({"fixed_csr", FixedCsrSchedule(k.expression)});
@@ -330,8 +335,8 @@ std::vector<NamedSchedule> ScheduleContenders(const ResolvedKernel& k, const Coo
   return schedules;
 }
 
-// The operand of a bench: the matrix, with generated values when the file gives none (GraphBLAS
-// skips the reads of a constant operand), and the given schedules, each of which must lower.
+// The operand of a bench: the matrix with its values (a pattern file's are all 1), and the
+// given schedules, each of which must lower.
 struct BenchOperand {
   CooTensor tensor;
   IndexSizes sizes;
@@ -351,13 +356,9 @@ BenchOperand ReadBenchOperand(const BenchOptions& o, const ResolvedKernel& k) {
   if (tensor.order() != 2) throw InputError(o.file + ": bench takes matrices");
   if (std::string left_out = ValuesLeftOut(tensor, k.dtype); !left_out.empty())
     std::fprintf(stderr, "sparsetune: warning: %s: %s\n", o.file.c_str(), left_out.c_str());
-  // Every contender reads the same non-constant values (GraphBLAS skips the reads of a
-  // constant operand): a pattern-only file gets generated ones.
-  if (tensor.pattern_only) {
-    ValueBuffer values(DType::kF64, tensor.nnz());
-    FillDeterministic(values, "A");
-    for (int64_t e = 0; e < tensor.nnz(); ++e) tensor.values[e] = values.Get(e);
-  }
+  // A pattern file's values are all 1, as its users' matrix is: GraphBLAS then keeps one value
+  // (an iso matrix, its fast path for graphs), and so do sparsetune's kernels whose format
+  // allows (Schedule::uniform_values).
   operand.sizes = ResolveIndexSizes(k.expression, tensor.dims, k.dense_sizes);
   return operand;
 }
@@ -626,6 +627,7 @@ struct BenchReport {
   FlopProbe flop_probe;
   int64_t llc_bytes = 0;
   double bytes = 0;  // the least bytes a call must move
+  bool uniform_values = false;  // every value of the matrix is the same: no values among bytes
   double flops = 0;
   TimingResult timing_check;
   std::vector<double> contest_round_trip_ns;  // the threads' round trip in each contest
@@ -697,6 +699,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
   out["contests"] = r.contest_round_trip_ns.size();
   out["contest_round_trip_ns"] = r.contest_round_trip_ns;
   out["effective_bytes"] = r.bytes;
+  out["uniform_values"] = r.uniform_values;
   out["llc_bytes"] = r.llc_bytes;
   out["flops"] = r.flops;
   out["results"] = nlohmann::json::array();
@@ -815,11 +818,11 @@ void PrintTableNotes(const BenchReport& r, const std::vector<std::string>& above
   if (r.bytes > 0) {
     std::printf(
         "  GB/s is effective bandwidth: the least bytes a call must move (the matrix as CSR with "
-        "32-bit column indices, every dense operand and the output once: %s) over its median "
+        "32-bit column indices%s, every dense operand and the output once: %s) over its median "
         "time; GFLOP/s counts a multiply and an add per term%s, %%peak is its share of the FLOP "
         "probe\n",
-        FormatBytes(r.bytes).c_str(),
-        IsComplex(r.k->dtype) ? " (four of each for complex values)" : "");
+        r.uniform_values ? " and no values, as every value is the same" : "",
+        FormatBytes(r.bytes).c_str(), IsComplex(r.k->dtype) ? " (four of each for complex values)" : "");
     if (IsComplex(r.k->dtype)) {
       std::printf(
           "  complex values: PyTorch is not run (its complex CSR is not wired up here); the "
@@ -1054,6 +1057,7 @@ void RunBench(const BenchOptions& o) {
   report.jit_flags = jit_flags;
   report.llc_bytes = DetectMachine(jit.compiler(), Jit::Flags()).l3_bytes;
   report.bytes = EffectiveBytes(k.name, tensor, sizes, k.dtype);
+  report.uniform_values = HasUniformValues(tensor, IsComplex(k.dtype));
   report.flops = Flops(k.name, tensor, sizes, k.dtype);
   report.contenders = &contenders;
   FindBest(report);

@@ -253,6 +253,8 @@ void RunTune(const TuneOptions& o) {
   bar.Finish();
   for (const auto& w : report.input_warnings)
     std::fprintf(stderr, "sparsetune: warning: %s\n", w.c_str());
+  if (!report.stored_winner_passed_over.empty())
+    std::fprintf(stderr, "sparsetune tune: %s\n", report.stored_winner_passed_over.c_str());
   if (o.json) {
     std::cout << report.ToJson().dump(2) << "\n";
   } else {
@@ -296,11 +298,15 @@ void RunQuery(const QueryOptions& o, Context& context) {
         "sparsetune tune " + (o.file.empty() ? std::string("MATRIX_FILE") : ShellWord(o.file)) +
         KernelArguments(o.kernel) + (o.calls > 0 ? " --calls " + std::to_string(o.calls) : "") +
         (o.tuned_order ? " --tuned-order" : "") + (o.db.empty() ? "" : " --db " + ShellWord(o.db));
-    std::fprintf(stderr,
-                 "sparsetune query: no stored schedule for %s (%s) on this machine in %s; "
-                 "tune it first:\n  %s\n",
-                 answer.fingerprint.c_str(), answer.kernel.c_str(), request.db_path.c_str(),
-                 tune_command.c_str());
+    if (!answer.passed_over.empty())
+      std::fprintf(stderr, "sparsetune query: %s; tune it:\n  %s\n", answer.passed_over.c_str(),
+                   tune_command.c_str());
+    else
+      std::fprintf(stderr,
+                   "sparsetune query: no stored schedule for %s (%s) on this machine in %s; "
+                   "tune it first:\n  %s\n",
+                   answer.fingerprint.c_str(), answer.kernel.c_str(), request.db_path.c_str(),
+                   tune_command.c_str());
     if (o.json) {
       nlohmann::json out = answer.ToJson();
       out["tune_command"] = tune_command;

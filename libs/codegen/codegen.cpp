@@ -183,6 +183,8 @@ class Emitter {
     }
     Line("const value_t* __restrict A_vals = (const value_t*)args->sparse_values;  // " +
          e_.sparse_input().name);
+    if (nest_.storage.uniform_values)
+      Line("const value_t A_value = A_vals[0];  // every entry's value (uniform values)");
     if (Reordered()) {
       for (const std::string& index : e_.sparse_input().indices) {
         Line("const int32_t* " + P(index) + " = args->tuned_order ? nullptr : args->old_of_new[" +
@@ -309,6 +311,7 @@ class Emitter {
       const std::string name = "tmp" + std::to_string(a.temp);
       return nest_.temps[a.temp].scalar() ? name : name + "[" + Horner(a.indices) + "]";
     }
+    if (a.tensor == e_.sparse && nest_.storage.uniform_values) return "A_value";
     if (a.tensor == e_.sparse)
       return "A_vals[" + Pos(static_cast<int>(nest_.storage.levels.size()) - 1) + "]";
     if (a.tensor == 0 && e_.sparse_output_prefix > 0) {
@@ -1923,7 +1926,8 @@ class Emitter {
 
   // Does a factor read a different element on each iteration of loop `n`?
   bool VariesWith(const NestAccess& a, const NestNode& n) const {
-    if (a.tensor == e_.sparse) return n.level >= 0;  // its position advances with every level loop
+    // Its position advances with every level loop; one value for all does not vary.
+    if (a.tensor == e_.sparse) return n.level >= 0 && !nest_.storage.uniform_values;
     auto uses = [&](const std::string& index) {
       return std::find(a.indices.begin(), a.indices.end(), index) != a.indices.end();
     };

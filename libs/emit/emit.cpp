@@ -245,6 +245,13 @@ std::vector<std::string> HeaderProse(const EmittedKernel& k) {
                                 : "_pack_coo's order") +
                   "). The packing is kept: no sorting, ordering or allocation; padding stays "
                   "zero.");
+  if (k.schedule.uniform_values)
+    prose.push_back("One value. Tuned on a matrix whose values are all equal (a pattern "
+                    "matrix's 1), this kernel keeps one value for every entry and reads no value "
+                    "per nonzero: _pack_coo" +
+                    std::string(k.order == 2 ? ", _pack_csr" : "") +
+                    " and _update_values refuse values that differ from the first (for a matrix "
+                    "of this pattern with other values, tune that matrix).");
   prose.push_back(CoordinatesParagraph(k));
   if (!k.dense_indices.empty()) {
     std::string tuned;
@@ -456,8 +463,23 @@ std::string PackerPreambleText(const EmittedKernel& k) {
     << "  if (asked > 0) return asked;\n"
     << "  // A schedule tuned for one thread (a small operand) keeps one unless asked.\n"
     << "  if (asked < 0 && st_tuned_threads == 1) return 1;\n"
-    << "  return omp_get_max_threads();\n}\n\n"
-    << "// The tuned format: per mode its split; per level its mode, part (0 whole, 1 outer, 2 "
+    << "  return omp_get_max_threads();\n}\n\n";
+  if (k.schedule.uniform_values) {
+    c << "// Whether every value equals the first, as a kernel that keeps one value needs; "
+         "refuses\n// the call (`entry`) otherwise.\n"
+      << "bool st_uniform_values(const char* entry, const " << k.value
+      << "* values, int64_t nnz) {\n"
+      << "  for (int64_t e = 1; e < nnz; ++e) {\n"
+      << "    if (values[e] != values[0])\n"
+      << "      return st_refuse(std::string(entry) + \": entry \" + std::to_string(e) +\n"
+      << "                           \"'s value differs from entry 0's; this kernel keeps one "
+         "value for \"\n"
+      << "                           \"every entry (it was tuned on a matrix whose values are "
+         "all equal)\",\n"
+      << "                       false);\n"
+      << "  }\n  return true;\n}\n\n";
+  }
+  c << "// The tuned format: per mode its split; per level its mode, part (0 whole, 1 outer, 2 "
        "inner),\n// kind (0 U, 1 C, 2 S, 3 Q) and group (1: not grouped).\n"
     << "sparsetune::packer::Layout st_layout(const int64_t* dims) {\n"
     << "  sparsetune::packer::Layout layout;\n"
@@ -572,8 +594,10 @@ std::string PackCooText(const EmittedKernel& k) {
     << "  }\n"
     << "  const std::vector<int64_t> dim_list(dims, dims + " << order << ");\n"
     << "  std::string refusal = sparsetune::packer::EntriesRefusal(dim_list, nnz, coords);\n"
-    << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n"
-    << "  auto a = std::make_unique<st_operand>();\n"
+    << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n";
+  if (k.schedule.uniform_values)
+    c << "  if (!st_uniform_values(\"" << pack_coo << "\", values, nnz)) return nullptr;\n";
+  c << "  auto a = std::make_unique<st_operand>();\n"
     << "  std::copy(dims, dims + " << order << ", a->dims);\n"
     << "  a->nnz = nnz;\n"
     << "  const int32_t* const* packed_coords = coords;\n";
@@ -639,9 +663,14 @@ std::string PackCooText(const EmittedKernel& k) {
       << "    a->wide = true;\n"
       << "  }\n";
   }
-  c << "  if (!packed) return st_refuse<st_operand*>(packer->Refusal(), nullptr);\n"
-    << "  packer->ScatterValues(a->values, values, source_entry);\n"
-    << "  a->value_positions = packer->EntryPositions(source_entry);\n";
+  c << "  if (!packed) return st_refuse<st_operand*>(packer->Refusal(), nullptr);\n";
+  if (k.schedule.uniform_values) {
+    c << "  // One value for every entry (the kernel reads it once).\n"
+      << "  a->values.assign(1, nnz > 0 ? values[0] : " << k.value << "());\n";
+  } else {
+    c << "  packer->ScatterValues(a->values, values, source_entry);\n"
+      << "  a->value_positions = packer->EntryPositions(source_entry);\n";
+  }
   if (prefix > 0) {
     if (k.ordered()) {
       // Output rows follow the given coordinates, whatever the renumbering.
@@ -702,10 +731,15 @@ std::string ValueEntryPointsText(const EmittedKernel& k) {
     << "* values) {\n"
     << "  if (!a || (a->nnz > 0 && !values))\n"
     << "    return st_refuse(\"" << name
-    << "_update_values: the operand and the values must not be null\");\n"
-    << "  sparsetune::packer::UpdateValues(a->values.data(), a->value_positions, a->nnz, "
-       "values);\n"
-    << "  return 0;\n}\n\n"
+    << "_update_values: the operand and the values must not be null\");\n";
+  if (k.schedule.uniform_values) {
+    c << "  if (!st_uniform_values(\"" << name << "_update_values\", values, a->nnz)) return -1;\n"
+      << "  if (a->nnz > 0) a->values[0] = values[0];\n";
+  } else {
+    c << "  sparsetune::packer::UpdateValues(a->values.data(), a->value_positions, a->nnz, "
+         "values);\n";
+  }
+  c << "  return 0;\n}\n\n"
     << "extern \"C\" int " << name << "_wide_coordinates(const " << name << "_operand* a) {\n"
     << "  if (!a) return st_refuse(\"" << name << "_wide_coordinates: the operand is null\");\n"
     << "  return a->wide ? 1 : 0;\n}\n\n"

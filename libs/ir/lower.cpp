@@ -142,6 +142,10 @@ class Lowerer {
       Fail(std::string("the ") + OrderingName(f.ordering) + " ordering renumbers a matrix's rows " +
            "and columns; " + sparse.name + " has " + std::to_string(sparse.indices.size()) +
            " indices");
+    f.uniform_values = s_.uniform_values;
+    if (f.uniform_values && f.StoresPadding())
+      Fail("\"uniform_values\" needs a format without padding zeros: one value would fill "
+           "them (no S or grouped level, no U level below a compressed one)");
     nest_->storage = f;
   }
 

@@ -66,6 +66,7 @@ Schedule& Schedule::operator=(const Schedule& other) {
   unroll = other.unroll;
   prefetch = other.prefetch;
   merge_runs = other.merge_runs;
+  uniform_values = other.uniform_values;
   ordering = other.ordering;
   narrow_coordinates = other.narrow_coordinates;
   transposed = other.transposed;
@@ -278,6 +279,7 @@ nlohmann::json Schedule::ToJson() const {
   if (unroll != 1) j["unroll"] = unroll;
   if (prefetch != 0) j["prefetch"] = prefetch;
   if (merge_runs) j["merge_runs"] = true;
+  if (uniform_values) j["uniform_values"] = true;
   if (ordering != OrderingKind::kNone) j["ordering"] = OrderingName(ordering);
   if (narrow_coordinates) j["narrow_coordinates"] = true;
   if (!transposed.empty()) j["transpose"] = transposed;
@@ -385,7 +387,8 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
     static const char* known[] = {"splits",    "tree",     "loop_order", "format",
                                   "parallel",  "kernel",   "expression", "notation",
                                   "source",    "comment",  "unroll",     "narrow_coordinates",
-                                  "transpose", "prefetch", "ordering",   "merge_runs"};
+                                  "transpose", "prefetch", "ordering",   "merge_runs",
+                                  "uniform_values"};
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return it.key() == k; }) == std::end(known)) {
       fail("unknown key " + Quoted(it.key()));
@@ -441,6 +444,10 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
   if (j.contains("merge_runs")) {
     if (!j["merge_runs"].is_boolean()) fail("\"merge_runs\" must be true or false");
     s.merge_runs = j["merge_runs"].get<bool>();
+  }
+  if (j.contains("uniform_values")) {
+    if (!j["uniform_values"].is_boolean()) fail("\"uniform_values\" must be true or false");
+    s.uniform_values = j["uniform_values"].get<bool>();
   }
   if (j.contains("ordering")) {
     if (!j["ordering"].is_string() || !ParseOrdering(j["ordering"].get<std::string>(), &s.ordering))
@@ -658,6 +665,17 @@ Schedule ParseScheduleText(std::string_view text, const std::string& what) {
       what);
 }
 
+bool Schedule::StoresPadding() const {
+  std::vector<LevelSpec> levels;
+  for (const auto& [var, kind] : format) {
+    LevelSpec level;
+    level.kind = kind;
+    if (auto group = groups.find(var); group != groups.end()) level.group = group->second;
+    levels.push_back(level);
+  }
+  return LevelsStorePadding(levels);
+}
+
 std::string Schedule::Summary() const {
   std::string out;
   std::function<void(const ScheduleNode&)> walk = [&](const ScheduleNode& node) {
@@ -686,6 +704,7 @@ std::string Schedule::Summary() const {
   if (unroll > 1) out += " | unroll " + std::to_string(unroll);
   if (prefetch > 0) out += " | prefetch " + std::to_string(prefetch);
   if (merge_runs) out += " | merged runs";
+  if (uniform_values) out += " | one value";
   if (ordering != OrderingKind::kNone) out += std::string(" | ordered ") + OrderingName(ordering);
   if (narrow_coordinates) out += " | narrow";
   for (const auto& name : transposed) out += " | " + name + " transposed";

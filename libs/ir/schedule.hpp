@@ -101,6 +101,11 @@ struct Schedule {
   // stores once, where four stores to one address would each wait for the one before. A test
   // per batch that costs where runs are rare (4% on a Chung-Lu graph), so it is tuned.
   bool merge_runs = false;
+  // Every value of the sparse operand is the same (a pattern matrix's 1): the kernel reads one
+  // value instead of one per nonzero, four bytes a nonzero fewer. Not a choice to rank but a
+  // fact of the operand that tune applies to every format that stores no padding zeros (which
+  // a single value would fill); packing an operand whose values differ is refused.
+  bool uniform_values = false;
   // Matrices: rows (and columns, when square) renumbered for locality before packing; the
   // kernel permutes its dense operands on entry and its output on exit.
   OrderingKind ordering = OrderingKind::kNone;
@@ -129,6 +134,9 @@ struct Schedule {
   // The first bound of ScheduleLimits this schedule breaks, naming the field and the limit;
   // "" when it keeps them all. Iterative over the tree.
   std::string LimitViolation() const;
+  // Whether its format stores explicit zeros (LevelsStorePadding), which uniform_values
+  // cannot serve.
+  bool StoresPadding() const;
   // One line: "i1 k i0 | i1:U k:C i0:U | par i1/32"
   std::string Summary() const;
 };

@@ -29,6 +29,15 @@ std::string ValuesLeftOut(const CooTensor& tensor, DType dtype) {
          " kernels use the real parts (--dtype c64 or c128 computes with complex values)";
 }
 
+int64_t FirstDifferingValue(const CooTensor& tensor, bool complex) {
+  const int64_t n = tensor.nnz();
+  for (int64_t e = 1; e < n; ++e) {
+    if (tensor.values[e] != tensor.values[0]) return e;
+    if (complex && tensor.Imag(e) != tensor.Imag(0)) return e;
+  }
+  return -1;
+}
+
 void CooTensor::Reset(std::vector<int64_t> new_dims, int64_t capacity) {
   dims = std::move(new_dims);
   coords.assign(dims.size(), {});

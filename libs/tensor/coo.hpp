@@ -45,6 +45,14 @@ struct CooTensor {
 // tensor under a real dtype is computed with its real parts.
 std::string ValuesLeftOut(const CooTensor& tensor, DType dtype);
 
+// The first entry whose value differs from entry 0's (its real part, and its imaginary part
+// too when `complex`), or -1 when every entry holds the same value (a pattern tensor's 1, say):
+// then a format that stores one value serves it (StorageFormat::uniform_values).
+int64_t FirstDifferingValue(const CooTensor& tensor, bool complex);
+inline bool HasUniformValues(const CooTensor& tensor, bool complex) {
+  return FirstDifferingValue(tensor, complex) < 0;
+}
+
 // Largest dimension a coordinate may address: coordinates are stored as int32.
 constexpr int64_t kMaxDimension = 2147483647;
 

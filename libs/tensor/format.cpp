@@ -69,6 +69,9 @@ std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
     return std::string("the ") + OrderingName(ordering) +
            " ordering renumbers a matrix's rows and " + "columns; this tensor has " +
            std::to_string(order) + " modes";
+  if (uniform_values && StoresPadding())
+    return "one value for every entry needs a format without padding zeros (no sliced or "
+           "grouped level, no U level below a compressed one)";
   for (size_t l = 0; l < levels.size(); ++l) {
     if (levels[l].group != 1 && (levels[l].kind != LevelKind::kCompressed || levels[l].group < 1 ||
                                  levels[l].group > kMaxGroup))
@@ -112,6 +115,16 @@ std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
   return "";
 }
 
+bool LevelsStorePadding(const std::vector<LevelSpec>& levels) {
+  bool below_compressed = false;
+  for (const LevelSpec& l : levels) {
+    if (l.kind == LevelKind::kSliced || l.group > 1) return true;
+    if (l.kind == LevelKind::kDense && below_compressed) return true;
+    if (l.kind != LevelKind::kDense) below_compressed = true;
+  }
+  return !below_compressed;  // only U levels: every cell is stored
+}
+
 std::string StorageFormat::Describe(const std::vector<std::string>& names) const {
   std::string out;
   for (const LevelSpec& l : levels) {
@@ -123,6 +136,7 @@ std::string StorageFormat::Describe(const std::vector<std::string>& names) const
         l.group > 1 ? ":G" + std::to_string(l.group) : std::string(":") + LevelKindLetter(l.kind);
   }
   if (ordering != OrderingKind::kNone) out += std::string(" ordered ") + OrderingName(ordering);
+  if (uniform_values) out += " one value";
   return out;
 }
 

@@ -42,6 +42,11 @@ struct LevelSpec {
 
 constexpr int kMaxGroup = 64;
 
+// Whether levels store explicit zeros at some positions: a U level below a compressed or
+// sliced one (dense blocks), a sliced level (its shorter lanes), a grouped level (its last
+// group), or no level but U ones (a dense array). Only kind and group are read.
+bool LevelsStorePadding(const std::vector<LevelSpec>& levels);
+
 // How a sparse tensor is stored: a split size per mode (1 = unsplit) and a hierarchy of levels
 // over the split modes, outer to inner. CSR is {i:U, k:C}; BCSR {i1:U, k1:C, i0:U, k0:U}.
 struct StorageFormat {
@@ -50,6 +55,9 @@ struct StorageFormat {
   // Matrices: the rows (and, when square, the columns alike) are renumbered by this ordering
   // before the levels are built.
   OrderingKind ordering = OrderingKind::kNone;
+  // Every entry has the same value: one value is stored, none per position. Only for formats
+  // that store no padding zeros (StoresPadding).
+  bool uniform_values = false;
 
   static StorageFormat Csr();
   static StorageFormat Csf(int order);  // all levels compressed, mode order
@@ -57,10 +65,13 @@ struct StorageFormat {
   int64_t LevelExtent(int level, const std::vector<int64_t>& dims) const;
   // Empty when the format is well formed for these dims, else the reason.
   std::string Check(const std::vector<int64_t>& dims) const;
+  // Whether some stored positions are explicit zeros, no entry of the tensor (LevelsStorePadding).
+  bool StoresPadding() const { return LevelsStorePadding(levels); }
   // "i1:U k1:C i0:U k0:U" with the given mode names.
   std::string Describe(const std::vector<std::string>& mode_names) const;
   bool operator==(const StorageFormat& o) const {
-    return split == o.split && levels == o.levels && ordering == o.ordering;
+    return split == o.split && levels == o.levels && ordering == o.ordering &&
+           uniform_values == o.uniform_values;
   }
 };
 

@@ -71,6 +71,13 @@ PackOutcome PackEntries(const CooTensor& t, const StorageFormat& f, DType dtype,
     outcome.refusal = reason;
     return outcome;
   }
+  if (f.uniform_values) {
+    if (const int64_t e = FirstDifferingValue(t, IsComplex(dtype)); e >= 0) {
+      outcome.refusal = "the format stores one value for every entry, but entry " +
+                        std::to_string(e) + "'s value differs from entry 0's";
+      return outcome;
+    }
+  }
   const packer::Layout layout = PackerLayout(f, t.dims);
   packer::Options packer_options;
   packer_options.padding_cap = options.padding_cap;
@@ -98,7 +105,24 @@ PackOutcome PackEntries(const CooTensor& t, const StorageFormat& f, DType dtype,
     level.crd_bytes = std::move(arrays.crd);
     level.base = std::move(arrays.base);
   }
-  if (IsComplex(dtype)) {
+  if (f.uniform_values) {
+    // One value, also for a tensor without entries: the kernel reads it once on entry.
+    const double real = t.nnz() > 0 ? t.values[0] : 0.0, imag = t.nnz() > 0 ? t.Imag(0) : 0.0;
+    switch (dtype) {
+      case DType::kF32:
+        packed->values_f32.assign(1, float(real));
+        break;
+      case DType::kF64:
+        packed->values_f64.assign(1, real);
+        break;
+      case DType::kC64:
+        packed->values_c64.assign(1, std::complex<float>(float(real), float(imag)));
+        break;
+      case DType::kC128:
+        packed->values_c128.assign(1, std::complex<double>(real, imag));
+        break;
+    }
+  } else if (IsComplex(dtype)) {
     // A real tensor packed for a complex kernel has zero imaginary parts.
     std::vector<std::complex<double>> source(t.nnz());
     for (int64_t e = 0; e < t.nnz(); ++e) source[e] = {t.values[e], t.Imag(e)};

@@ -76,6 +76,7 @@ struct PackedTensor {
   // The value at a position (its real part when complex; complex_value has both).
   double value(int64_t position) const { return complex_value(position).real(); }
   std::complex<double> complex_value(int64_t position) const {
+    if (format.uniform_values) position = 0;  // one value serves every position
     switch (dtype) {
       case DType::kF32:
         return values_f32[position];
@@ -122,7 +123,8 @@ struct RenumberedRows {
 RenumberedRows RenumberRows(const CooTensor& matrix, const MatrixOrdering& ordering);
 
 // Packs a canonical COO tensor into the format: explicit zeros where U levels need them. With
-// `renumbered`, the matrix with its rows renumbered so.
+// `renumbered`, the matrix with its rows renumbered so. A format with uniform_values stores one
+// value, and refuses a tensor whose values differ.
 PackOutcome Pack(const CooTensor& tensor, const StorageFormat& format, DType dtype,
                  const PackOptions& options = {}, const RenumberedRows* renumbered = nullptr);
 

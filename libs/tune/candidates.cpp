@@ -19,6 +19,16 @@ std::string KernelJsonHere(const Schedule& schedule) {
   return here.CanonicalJson();
 }
 
+void ApplyUniformValues(std::vector<TuneCandidate>& candidates) {
+  for (TuneCandidate& c : candidates) {
+    if (c.source == "fixed_csr" || c.schedule.uniform_values || c.schedule.StoresPadding())
+      continue;
+    c.schedule.uniform_values = true;
+    c.schedule.Canonicalize();
+    c.json = c.schedule.CanonicalJson();
+  }
+}
+
 void AddDistinct(std::vector<TuneCandidate>& list, TuneCandidate c) {
   c.schedule.Canonicalize();
   c.json = c.schedule.CanonicalJson();

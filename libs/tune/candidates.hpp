@@ -62,6 +62,11 @@ std::vector<TuneCandidate> SparseAutoCandidates(const Expression& expression,
 // code and run alike, as the thread count is a call's argument).
 std::string KernelJsonHere(const Schedule& schedule);
 
+// For an operand whose values are all equal (HasUniformValues): every candidate but FixedCSR
+// (TACO's default, the baseline of every speedup) whose format stores no padding zeros reads
+// one value instead of one per nonzero (Schedule::uniform_values).
+void ApplyUniformValues(std::vector<TuneCandidate>& candidates);
+
 // Appends `candidate` unless a schedule that runs the same kernel here (KernelJsonHere) is
 // already there: measuring it twice would spend a place on a time already taken.
 void AddDistinct(std::vector<TuneCandidate>& list, TuneCandidate candidate);

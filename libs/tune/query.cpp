@@ -7,6 +7,7 @@
 #include "db/database.hpp"
 #include "db/machine.hpp"
 #include "heuristic/scorch.hpp"
+#include "ir/schedule.hpp"
 #include "io/read.hpp"
 #include "jit/jit.hpp"
 #include "tensor/fingerprint.hpp"
@@ -35,6 +36,7 @@ nlohmann::json QueryAnswer::ToJson() const {
   } else {
     out["winner"] = nullptr;
   }
+  if (!passed_over.empty()) out["passed_over"] = passed_over;
   return out;
 }
 
@@ -103,7 +105,16 @@ QueryAnswer Query(const QueryRequest& request) {
     key.machine_id = *machine;
     key.dense = dense;
     key.dtype = request.dtype;
-    if (auto winner = db->FindWinner(key, request.calls)) {
+    auto winner = db->FindWinner(key, request.calls);
+    if (winner && tensor &&
+        ParseScheduleText(winner->schedule.canonical_json, "stored winner").uniform_values &&
+        !HasUniformValues(*tensor, IsComplex(request.dtype))) {
+      answer.passed_over =
+          "the stored winner keeps one value for every entry (it was tuned on an operand of this "
+          "pattern whose values were all equal), and " + request.path + "'s values differ";
+      winner.reset();
+    }
+    if (winner) {
       answer.hit = true;
       answer.winner_json = winner->schedule.canonical_json;
       answer.winner_ms = winner->time_ms;

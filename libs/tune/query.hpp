@@ -39,6 +39,9 @@ struct QueryAnswer {
   bool tuned_order = false;  // QueryRequest::tuned_order
   double prepare_ms = 0;     // with a call count: the winner's preparation
   std::string updated_at;
+  // Why the stored winner does not answer for the given file ("": it does, or none is stored):
+  // it keeps one value for every entry (uniform_values), and the file's values differ.
+  std::string passed_over;
   // A miss answered by a fallback: "heuristic", what it looked at, and how long it took.
   std::string fallback;
   std::string heuristic_basis;

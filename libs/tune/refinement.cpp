@@ -32,7 +32,8 @@ std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
                                      const std::map<std::string, int64_t>& sizes,
                                      const std::vector<TuneCandidate>& measured,
                                      const std::vector<size_t>& preferred, int anchors,
-                                     bool renumbered_alike, const char* source) {
+                                     bool renumbered_alike, bool uniform_values,
+                                     const char* source) {
   std::set<std::string> seen;  // kernels measured or pooled, as they run here
   for (const auto& c : measured) seen.insert(KernelJsonHere(c.schedule));
   std::vector<PoolEntry> pool;
@@ -43,6 +44,7 @@ std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
     if (ordering != OrderingKind::kNone && !renumbered_alike) continue;
     Schedule unordered = measured[c].schedule;
     unordered.ordering = OrderingKind::kNone;
+    unordered.uniform_values = false;  // the operand's, not a choice of the template
     const auto point = waco.FromSchedule(unordered, nullptr);
     if (!point) continue;
     std::vector<std::string> moves;
@@ -53,6 +55,8 @@ std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
                       RefinementMoveWeights::AnchorOf(measured[c].source),
                       rank};
       entry.candidate.schedule.ordering = ordering;
+      entry.candidate.schedule.uniform_values =
+          uniform_values && !entry.candidate.schedule.StoresPadding();
       entry.candidate.schedule.Canonicalize();
       entry.candidate.json = entry.candidate.schedule.CanonicalJson();
       if (seen.insert(KernelJsonHere(entry.candidate.schedule)).second)
@@ -67,7 +71,8 @@ std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
 std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
                                      const std::map<std::string, int64_t>& sizes,
                                      const std::vector<TuneCandidate>& measured,
-                                     const std::vector<RunResult>& results, int anchors) {
+                                     const std::vector<RunResult>& results, int anchors,
+                                     bool uniform_values) {
   std::vector<size_t> verified;
   for (size_t c = 0; c < measured.size() && c < results.size(); ++c) {
     if (results[c].ok()) verified.push_back(c);
@@ -75,7 +80,8 @@ std::vector<PoolEntry> NeighbourPool(const WacoTemplate& waco,
   std::stable_sort(verified.begin(), verified.end(), [&](size_t a, size_t b) {
     return results[a].time.median_ms < results[b].time.median_ms;
   });
-  return NeighbourPool(waco, sizes, measured, verified, anchors, false, kRefinedSource);
+  return NeighbourPool(waco, sizes, measured, verified, anchors, false, uniform_values,
+                       kRefinedSource);
 }
 
 // Up to `options.count` of the pool, drawn at random (deterministic in the seed and
@@ -250,8 +256,12 @@ RefinementMoveWeights LearnRefinementMoveWeights(Database& db, const std::string
     } catch (const InputError&) {
       continue;  // stored under sizes this expression does not take
     }
+    // A tune of an operand whose values were all equal drew its neighbours with one value.
+    const bool uniform_values = std::any_of(first.begin(), first.end(), [](const TuneCandidate& c) {
+      return c.schedule.uniform_values;
+    });
     const std::vector<PoolEntry> pool =
-        NeighbourPool(*waco, sizes, first, results, RefinementOptions().anchors);
+        NeighbourPool(*waco, sizes, first, results, RefinementOptions().anchors, uniform_values);
     std::map<std::string, const PoolEntry*> by_json;
     for (const PoolEntry& entry : pool) by_json[entry.candidate.json] = &entry;
     bool matched = false;
@@ -296,8 +306,9 @@ std::vector<TuneCandidate> RefinementCandidates(const WacoTemplate& waco,
                                                 const RefinementOptions& options,
                                                 const std::string& rng_key) {
   if (options.count <= 0) return {};
-  return DrawFromPool(NeighbourPool(waco, sizes, measured, results, options.anchors), options,
-                      rng_key);
+  return DrawFromPool(
+      NeighbourPool(waco, sizes, measured, results, options.anchors, options.uniform_values),
+      options, rng_key);
 }
 
 std::vector<TuneCandidate> LeaderNeighbours(const WacoTemplate& waco,
@@ -307,13 +318,14 @@ std::vector<TuneCandidate> LeaderNeighbours(const WacoTemplate& waco,
                                             const std::string& rng_key) {
   if (options.count <= 0 || leader >= measured.size()) return {};
   std::vector<PoolEntry> pool =
-      NeighbourPool(waco, sizes, measured, {leader}, 1, true, kLeaderSource);
+      NeighbourPool(waco, sizes, measured, {leader}, 1, true, options.uniform_values, kLeaderSource);
   // Every split halved or doubled first: a split's best size follows the cache sizes smoothly,
   // so near a good schedule the better one is most often a single step away (run 33's and run
   // 34's losses were each one such step from the winner, which a draw over all moves missed).
   // Compared as template points, whose splits name every index (a rule's may name none).
   Schedule unordered = measured[leader].schedule;
   unordered.ordering = OrderingKind::kNone;
+  unordered.uniform_values = false;
   const auto point = waco.FromSchedule(unordered, nullptr);
   const Schedule from = point ? waco.ToSchedule(*point) : unordered;
   std::vector<TuneCandidate> out;

@@ -83,6 +83,9 @@ struct RefinementOptions {
   uint64_t seed = 1;
   // When set and not empty, neighbours are drawn with these weights instead of uniformly.
   const RefinementMoveWeights* weights = nullptr;
+  // The operand's values are all equal: neighbours whose format stores no padding read one
+  // value (Schedule::uniform_values), as tune's first round does.
+  bool uniform_values = false;
 };
 
 // Up to `options.count` distinct schedules (tagged kRefinedSource) one move from the

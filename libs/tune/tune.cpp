@@ -44,9 +44,18 @@ struct Operand {
 
 // The stored winner's schedule, with the report filled from the database; none when no winner
 // is stored.
-std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, TuneReport& report) {
+std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key,
+                                           bool uniform_values, TuneReport& report) {
   auto winner = db.FindWinner(key, report.calls);
   if (!winner) return std::nullopt;
+  Schedule schedule = ParseScheduleText(winner->schedule.canonical_json, "stored winner");
+  // Tuned on an operand of this pattern whose values were all equal: it cannot hold these.
+  if (schedule.uniform_values && !uniform_values) {
+    report.stored_winner_passed_over =
+        "the stored winner keeps one value for every entry (it was tuned on an operand of this "
+        "pattern whose values were all equal), and these values differ: tuned again";
+    return std::nullopt;
+  }
   report.from_db = true;
   report.winner_json = winner->schedule.canonical_json;
   report.winner_ms = winner->time_ms;
@@ -63,7 +72,7 @@ std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, T
   // Chosen for a call count, by the preparation timed on fresh memory that was stored with it.
   if (report.calls > 0) report.pack_ms = winner->prepare_ms;
   report.break_even_calls = BreakEven(report.pack_ms, report.winner_ms, report.fixed_csr_ms);
-  return ParseScheduleText(report.winner_json, "stored winner");
+  return schedule;
 }
 
 // The candidates of a tune, from its sources in the order their schedules are kept: FixedCSR
@@ -197,6 +206,8 @@ nlohmann::json TuneReport::ToJson() const {
   out["model"] = model_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(model_dir);
   out["model_calibrated"] = model_calibrated;
   if (!model_skipped.empty()) out["model_skipped"] = model_skipped;
+  if (!stored_winner_passed_over.empty())
+    out["stored_winner_passed_over"] = stored_winner_passed_over;
   out["candidates"] = nlohmann::json::array();
   for (const auto& c : candidates) {
     nlohmann::json j = {{"schedule", nlohmann::json::parse(c.schedule_json)},
@@ -278,8 +289,10 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   const TuningKey key{operand.fingerprint,
                       request.tuned_order ? TunedOrderKernelKey(report.kernel) : report.kernel,
                       db->UpsertMachine(machine), dense_sizes, request.dtype};
+  // Every value equal (a pattern matrix's 1): the candidates read one value (ApplyUniformValues).
+  const bool uniform_values = HasUniformValues(operand.tensor, IsComplex(request.dtype));
   std::optional<Schedule> winner;
-  if (!request.force) winner = ReportStoredWinner(*db, key, report);
+  if (!request.force) winner = ReportStoredWinner(*db, key, uniform_values, report);
   if (!winner) {
     stage("candidates");
     t = Clock::now();
@@ -289,6 +302,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
     GatheredCandidates gathered =
         GatherTuneCandidates(request, operand, stats, model_dir, progress, report);
     report.sources_used = gathered.sources_used;
+    if (uniform_values) ApplyUniformValues(gathered.candidates);
     report.stage_ms["candidates"] = MsSince(t);
 
     MeasuringOptions measuring;
@@ -305,6 +319,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
       refinement.count = request.refine;
       refinement.seed = request.seed;
       refinement.weights = &move_weights;
+      refinement.uniform_values = uniform_values;
       report.refine_weighted = !move_weights.empty();
       measuring.second_round_steps = request.refine_steps;
       measuring.second_round = [&, refinement](const std::vector<TuneCandidate>& candidates,
@@ -318,6 +333,7 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
       leader.count = request.leader_round;
       leader.seed = request.seed;
       leader.weights = &move_weights;
+      leader.uniform_values = uniform_values;
       measuring.leader_round = [&, leader](const std::vector<TuneCandidate>& candidates,
                                            size_t winner) {
         return LeaderNeighbours(*waco, operand.sizes, candidates, winner, leader,

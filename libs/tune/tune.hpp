@@ -122,6 +122,9 @@ struct TuneReport {
   // over FixedCSR (NothingToRank); then only the rule candidates are measured.
   std::string model_skipped;
   std::vector<std::string> emitted_files;
+  // Why a stored winner was not answered but the operand tuned again ("": none was passed
+  // over): one kept for an operand of this pattern whose values were all equal, say.
+  std::string stored_winner_passed_over;
   // About the input, for stderr: values the kernel leaves out.
   std::vector<std::string> input_warnings;
 
