@@ -666,6 +666,7 @@ std::string PackCooText(const EmittedKernel& k) {
   c << "  if (!packed) return st_refuse<st_operand*>(packer->Refusal(), nullptr);\n";
   if (k.schedule.uniform_values) {
     c << "  // One value for every entry (the kernel reads it once).\n"
+      << "  (void)source_entry;\n"
       << "  a->values.assign(1, nnz > 0 ? values[0] : " << k.value << "());\n";
   } else {
     c << "  packer->ScatterValues(a->values, values, source_entry);\n"

@@ -609,5 +609,89 @@ TEST_F(GeneratedKernels, CoordinateListBatchesOfOneOutputElementStoreOnce) {
   EXPECT_THROW(Parse({{"merge_runs", 1}}), InputError);
 }
 
+
+// An operand whose values are all equal (a pattern matrix's 1) is packed with one value, which
+// each kernel reads once: SpMV's rows and coordinate lists, SpMM's register tile, SDDMM's dot
+// products and MTTKRP's fibers, real and complex, compute what the reference computes. A format
+// with padding zeros cannot take it, and an operand whose values differ is refused.
+TEST_F(GeneratedKernels, UniformValuesAreOneValueReadOnce) {
+  CooTensor uniform = matrix_;
+  for (double& v : uniform.values) v = -0.75;
+  auto with_one_value = [](json j) {
+    j["uniform_values"] = true;
+    return Parse(j);
+  };
+  const json rows = {{"loop_order", {"i", "k"}},
+                     {"format", {"i:U", "k:C"}},
+                     {"parallel", {{"index", "i"}, {"partition", "balanced"}}},
+                     {"unroll", 4},
+                     {"narrow_coordinates", true}};
+  const json lists = {{"splits", {{"i", 32}, {"k", 16}}},
+                      {"loop_order", {"i1", "k1", "k0", "i0"}},
+                      {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
+                      {"parallel", {{"index", "i1"}, {"partition", "balanced"}}},
+                      {"unroll", 4},
+                      {"narrow_coordinates", true}};
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kC64}) {
+    KernelRunner& spmv = Runner("spmv", uniform, {}, dtype);
+    for (const json& j : {rows, lists}) {
+      const std::string source = CompiledAndVerified(spmv, with_one_value(j));
+      EXPECT_TRUE(Has(source, "const value_t A_value = A_vals[0];"));
+      EXPECT_TRUE(Lacks(source, "A_vals[p"));
+    }
+  }
+  const Schedule tile = with_one_value({{"splits", {{"j", 16}}},
+                                        {"loop_order", {"i", "j1", "k", "j0"}},
+                                        {"format", {"i:U", "k:C"}},
+                                        {"parallel", {{"index", "i"}, {"chunk", 4}}}});
+  EXPECT_TRUE(Lacks(CompiledAndVerified(Runner("spmm", uniform, {{"j", 40}}), tile), "A_vals[p"));
+  const Schedule dot = with_one_value({{"loop_order", {"i", "j", "k"}},
+                                       {"format", {"i:U", "j:C"}},
+                                       {"parallel", {{"index", "i"}, {"chunk", 4}}},
+                                       {"transpose", {"C"}},
+                                       {"unroll", 4}});
+  CooTensor square = testing::RandomSparse({45, 45}, 400, 9);
+  for (double& v : square.values) v = 1;
+  EXPECT_TRUE(Lacks(CompiledAndVerified(Runner("sddmm", square, {{"k", 24}}), dot), "A_vals[p"));
+  CooTensor fibers = testing::RandomSparse({20, 17, 23}, 600, 6);
+  for (double& v : fibers.values) v = 2;
+  KernelRunner& mttkrp = Runner("mttkrp", fibers, {{"j", 8}});
+  Schedule csf = FixedCsrSchedule(mttkrp.expression());
+  csf.uniform_values = true;
+  EXPECT_TRUE(Lacks(CompiledAndVerified(mttkrp, csf), "A_vals[p"));
+
+  // Stored and read back.
+  const Schedule one = with_one_value(rows);
+  EXPECT_EQ(one.ToJson()["uniform_values"], true);
+  EXPECT_EQ(Parse(one.ToJson()).CanonicalJson(), one.CanonicalJson());
+  EXPECT_NE(one.Summary().find("one value"), std::string::npos);
+  EXPECT_FALSE(Parse(rows).ToJson().contains("uniform_values"));
+  EXPECT_THROW(Parse({{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:C"}},
+                      {"uniform_values", "yes"}}),
+               InputError);
+  // Padding zeros would read the one value: SELL, groups and block rows do not lower with it.
+  const Expression spmv = KernelExpression("spmv");
+  for (const json& padded :
+       {json{{"splits", {{"i", 8}}}, {"loop_order", {"i1", "k", "i0"}},
+             {"format", {"i1:U", "k:S", "i0:U"}}},
+        json{{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:G4"}}},
+        json{{"splits", {{"i", 4}}}, {"loop_order", {"i1", "k", "i0"}},
+             {"format", {"i1:U", "k:C", "i0:U"}}},
+        json{{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:U"}}}}) {
+    EXPECT_TRUE(Parse(padded).StoresPadding()) << padded;
+    const LowerOutcome lowered = Lower(spmv, with_one_value(padded));
+    EXPECT_EQ(lowered.nest, nullptr) << padded;
+    EXPECT_NE(lowered.error.find("padding"), std::string::npos) << lowered.error;
+  }
+  EXPECT_FALSE(Parse(rows).StoresPadding());
+  EXPECT_FALSE(Parse(lists).StoresPadding());
+  // Values that differ are refused at packing, naming the first that differs.
+  RunOptions options;
+  options.time = false;
+  const RunResult refused = Runner("spmv", matrix_).Run(one, options);
+  EXPECT_EQ(refused.status, RunStatus::kFormatRefused);
+  EXPECT_NE(refused.message.find("differs from entry 0"), std::string::npos) << refused.message;
+}
+
 }  // namespace
 }  // namespace sparsetune

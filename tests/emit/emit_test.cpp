@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "emit/emit.hpp"
 #include "emit/emit_check.hpp"
@@ -451,6 +453,77 @@ TEST(Emit, CheckReportsASourceThatDoesNotCompile) {
       CheckEmittedKernel(dir.string(), "spmv", e, sizes, DType::kF32, tensor);
   EXPECT_FALSE(check.ok);
   EXPECT_NE(check.reason.find("c++ failed"), std::string::npos) << check.reason;
+  fs::remove_all(dir);
+}
+
+
+// A kernel tuned on a matrix whose values are all equal keeps one value: it packs and computes
+// what the reference computes (Check's new values are all equal too), its header says so, and
+// pack and update_values refuse values that differ, naming the first, and change nothing.
+TEST(Emit, UniformValuesKeepOneValueAndRefuseOthers) {
+  CooTensor pattern = testing::RandomSparse({300, 280}, 2500, 31);
+  for (double& v : pattern.values) v = 1;
+  const Expression e = KernelExpression("spmv");
+  const IndexSizes sizes = ResolveIndexSizes(e, pattern.dims, {});
+  const fs::path dir = EmitDirectory("uniform");
+  const Schedule lists = Schedule::FromJson(
+      nlohmann::json{{"splits", {{"i", 128}, {"k", 128}}},
+                     {"loop_order", {"i1", "k1", "k0", "i0"}},
+                     {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
+                     {"parallel", {{"index", "i1"}, {"partition", "balanced"}}},
+                     {"unroll", 4},
+                     {"narrow_coordinates", true},
+                     {"uniform_values", true}},
+      "lists");
+  EmitKernel(dir.string(), "spmv", e, sizes, DType::kF32, lists, &pattern);
+  const std::string name = EmittedName("spmv");
+  std::ifstream header(dir / (name + ".h"));
+  const std::string text((std::istreambuf_iterator<char>(header)), {});
+  EXPECT_NE(text.find("One value. Tuned on a matrix whose values are all equal"),
+            std::string::npos)
+      << text;
+  const CompiledEmittedKernel compiled(dir.string(), "spmv");
+  ASSERT_EQ(compiled.failure(), "");
+  const EmittedCheck check = compiled.Check(e, sizes, DType::kF32, pattern);
+  EXPECT_TRUE(check.ok) << check.reason;
+
+  using PackFn = void* (*)(const int64_t*, int64_t, const int32_t* const*, const float*);
+  using UpdateFn = int (*)(void*, const float*);
+  using ComputeFn = int (*)(const void*, const float* const*, float*);
+  auto pack = reinterpret_cast<PackFn>(compiled.Symbol("_pack_coo"));
+  auto update = reinterpret_cast<UpdateFn>(compiled.Symbol("_update_values"));
+  auto compute = reinterpret_cast<ComputeFn>(compiled.Symbol("_compute"));
+  auto last_error = reinterpret_cast<const char* (*)()>(compiled.Symbol("_last_error"));
+  auto release = reinterpret_cast<void (*)(void*)>(compiled.Symbol("_free"));
+  ASSERT_TRUE(pack && update && compute && last_error && release);
+  const int32_t* coords[2] = {pattern.coords[0].data(), pattern.coords[1].data()};
+  std::vector<float> values(pattern.nnz(), 1.0f);
+  values[17] = 2.0f;
+  EXPECT_EQ(pack(pattern.dims.data(), pattern.nnz(), coords, values.data()), nullptr);
+  EXPECT_NE(std::string(last_error()).find("entry 17's value differs from entry 0's"),
+            std::string::npos)
+      << last_error();
+  values[17] = 1.0f;
+  void* operand = pack(pattern.dims.data(), pattern.nnz(), coords, values.data());
+  ASSERT_NE(operand, nullptr) << last_error();
+  std::vector<float> x(pattern.dims[1], 1.0f), y(pattern.dims[0]);
+  const float* inputs[1] = {x.data()};
+  // y is each row's count of entries times the one value: 1, then 3 after the update.
+  std::vector<float> counts(pattern.dims[0], 0.0f);
+  for (int64_t e = 0; e < pattern.nnz(); ++e) counts[pattern.coords[0][e]] += 1;
+  ASSERT_EQ(compute(operand, inputs, y.data()), 0);
+  EXPECT_EQ(y, counts);
+  values[5] = 3.0f;
+  EXPECT_EQ(update(operand, values.data()), -1);
+  EXPECT_NE(std::string(last_error()).find("entry 5's value differs"), std::string::npos);
+  ASSERT_EQ(compute(operand, inputs, y.data()), 0);
+  EXPECT_EQ(y, counts);  // the refused update changed nothing
+  std::fill(values.begin(), values.end(), 3.0f);
+  ASSERT_EQ(update(operand, values.data()), 0) << last_error();
+  ASSERT_EQ(compute(operand, inputs, y.data()), 0);
+  for (float& c : counts) c *= 3;
+  EXPECT_EQ(y, counts);
+  release(operand);
   fs::remove_all(dir);
 }
 

@@ -10,6 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_support.hpp"
+#include "db/database.hpp"
+#include "db/machine.hpp"
+#include "ir/schedule.hpp"
+#include "jit/jit.hpp"
 
 namespace sparsetune {
 namespace {
@@ -484,6 +488,79 @@ TEST(TuneCli, EmitsAStandaloneKernel) {
   for (const char* file :
        {"sparsetune_spmv.h", "sparsetune_spmv.cpp", "sparsetune_spmv.schedule.json"})
     EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out/" + file)) << file;
+}
+
+
+// A pattern file's values are all 1: every candidate of its tune but FixedCSR whose format
+// stores no padding keeps one value. A stored winner that keeps one value does not answer for a
+// file of the same pattern whose values differ: query misses and says why, and tune measures
+// that file again and stores a winner that keeps its values.
+TEST(TuneCli, OneValueForAPatternButNotForItsValuedTwin) {
+  TempDir dir;
+  const std::string db = dir.File("t.db");
+  std::string entries_pattern, entries_valued;
+  int nnz = 0;
+  for (int i = 0; i < 300; ++i) {
+    for (int j = 0; j < 6; ++j, ++nnz) {
+      const std::string at = std::to_string(i + 1) + " " + std::to_string((i * 7 + j * 13) % 300 + 1);
+      entries_pattern += at + "\n";
+      entries_valued += at + " " + std::to_string(0.5 + (i + j) % 5) + "\n";
+    }
+  }
+  const std::string size = "300 300 " + std::to_string(nnz) + "\n";
+  const std::string pattern = dir.File(
+      "pattern.mtx", "%%MatrixMarket matrix coordinate pattern general\n" + size + entries_pattern);
+  const std::string valued = dir.File(
+      "valued.mtx", "%%MatrixMarket matrix coordinate real general\n" + size + entries_valued);
+  const std::vector<std::string> quick = {"--kernel", "spmv", "--db", db, "--no-model",
+                                          "--samples", "2", "--refine", "0", "--leader-round", "0",
+                                          "--json"};
+  auto tune = [&](const std::string& file) {
+    std::vector<std::string> args = {"tune", file};
+    args.insert(args.end(), quick.begin(), quick.end());
+    const auto run = RunCli(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return nlohmann::json::parse(run.out);
+  };
+  const auto report = tune(pattern);
+  int one_value = 0;
+  for (const auto& c : report["candidates"]) {
+    const Schedule s = Schedule::FromJson(c["schedule"], "candidate");
+    const bool expected = c["source"] != "fixed_csr" && !s.StoresPadding();
+    EXPECT_EQ(s.uniform_values, expected) << c["source"] << " " << c["schedule"];
+    one_value += s.uniform_values;
+  }
+  EXPECT_GT(one_value, 0);
+
+  // The stored winner made one that keeps one value, as tune stores for most pattern graphs.
+  {
+    auto database = Database::Open(db, OpenMode::kReadWrite);
+    const auto machine =
+        database->FindMachine(DetectMachine(Jit::DefaultCompiler(), Jit::Flags()));
+    ASSERT_TRUE(machine.has_value());
+    const TuningKey key{report["fingerprint"], "spmv", *machine, {}, DType::kF32};
+    bool set = false;
+    for (const MeasurementRow& row : database->TopK(key, 1000)) {
+      if (set || row.schedule.canonical_json.find("uniform_values") == std::string::npos) continue;
+      database->SetWinner(key, row.schedule.id, row.median_ms);
+      set = true;
+    }
+    ASSERT_TRUE(set);
+  }
+  EXPECT_EQ(RunCli({"query", pattern, "--kernel", "spmv", "--db", db}).exit_code, 0);
+  const auto miss = RunCli({"query", valued, "--kernel", "spmv", "--db", db, "--json"});
+  EXPECT_EQ(miss.exit_code, 1) << miss.err;
+  EXPECT_NE(miss.err.find("values differ"), std::string::npos) << miss.err;
+  EXPECT_NE(nlohmann::json::parse(miss.out)["passed_over"].get<std::string>().find("one value"),
+            std::string::npos);
+
+  const auto again = tune(valued);
+  EXPECT_FALSE(again["from_db"].get<bool>());
+  EXPECT_TRUE(again.contains("stored_winner_passed_over"));
+  for (const auto& c : again["candidates"]) EXPECT_FALSE(c["schedule"].contains("uniform_values"));
+  EXPECT_FALSE(again["winner"]["schedule"].contains("uniform_values"));
+  const auto hit = RunCli({"query", valued, "--kernel", "spmv", "--db", db, "--json"});
+  EXPECT_EQ(hit.exit_code, 0) << hit.err;
 }
 
 }  // namespace
