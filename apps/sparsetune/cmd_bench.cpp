@@ -626,7 +626,7 @@ struct BenchReport {
   int64_t probe_array_bytes = 0;  // each of its three arrays, the smallest of its readings
   FlopProbe flop_probe;
   int64_t llc_bytes = 0;
-  double bytes = 0;  // the least bytes a call must move
+  double bytes = 0;             // the least bytes a call must move
   bool uniform_values = false;  // every value of the matrix is the same: no values among bytes
   double flops = 0;
   TimingResult timing_check;
@@ -822,7 +822,8 @@ void PrintTableNotes(const BenchReport& r, const std::vector<std::string>& above
         "time; GFLOP/s counts a multiply and an add per term%s, %%peak is its share of the FLOP "
         "probe\n",
         r.uniform_values ? " and no values, as every value is the same" : "",
-        FormatBytes(r.bytes).c_str(), IsComplex(r.k->dtype) ? " (four of each for complex values)" : "");
+        FormatBytes(r.bytes).c_str(),
+        IsComplex(r.k->dtype) ? " (four of each for complex values)" : "");
     if (IsComplex(r.k->dtype)) {
       std::printf(
           "  complex values: PyTorch is not run (its complex CSR is not wired up here); the "

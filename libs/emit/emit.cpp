@@ -246,12 +246,13 @@ std::vector<std::string> HeaderProse(const EmittedKernel& k) {
                   "). The packing is kept: no sorting, ordering or allocation; padding stays "
                   "zero.");
   if (k.schedule.uniform_values)
-    prose.push_back("One value. Tuned on a matrix whose values are all equal (a pattern "
-                    "matrix's 1), this kernel keeps one value for every entry and reads no value "
-                    "per nonzero: _pack_coo" +
-                    std::string(k.order == 2 ? ", _pack_csr" : "") +
-                    " and _update_values refuse values that differ from the first (for a matrix "
-                    "of this pattern with other values, tune that matrix).");
+    prose.push_back(
+        "One value. Tuned on a matrix whose values are all equal (a pattern "
+        "matrix's 1), this kernel keeps one value for every entry and reads no value "
+        "per nonzero: _pack_coo" +
+        std::string(k.order == 2 ? ", _pack_csr" : "") +
+        " and _update_values refuse values that differ from the first (for a matrix "
+        "of this pattern with other values, tune that matrix).");
   prose.push_back(CoordinatesParagraph(k));
   if (!k.dense_indices.empty()) {
     std::string tuned;

@@ -144,8 +144,9 @@ class Lowerer {
            " indices");
     f.uniform_values = s_.uniform_values;
     if (f.uniform_values && f.StoresPadding())
-      Fail("\"uniform_values\" needs a format without padding zeros: one value would fill "
-           "them (no S or grouped level, no U level below a compressed one)");
+      Fail(
+          "\"uniform_values\" needs a format without padding zeros: one value would fill "
+          "them (no S or grouped level, no U level below a compressed one)");
     nest_->storage = f;
   }
 

@@ -384,11 +384,10 @@ Schedule Schedule::FromJson(const nlohmann::json& j, const std::string& what) {
   if (!j.is_object()) fail("a schedule is a JSON object");
   Schedule s;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* known[] = {"splits",    "tree",     "loop_order", "format",
-                                  "parallel",  "kernel",   "expression", "notation",
-                                  "source",    "comment",  "unroll",     "narrow_coordinates",
-                                  "transpose", "prefetch", "ordering",   "merge_runs",
-                                  "uniform_values"};
+    static const char* known[] = {
+        "splits",     "tree",     "loop_order", "format",     "parallel",      "kernel",
+        "expression", "notation", "source",     "comment",    "unroll",        "narrow_coordinates",
+        "transpose",  "prefetch", "ordering",   "merge_runs", "uniform_values"};
     if (std::find_if(std::begin(known), std::end(known),
                      [&](const char* k) { return it.key() == k; }) == std::end(known)) {
       fail("unknown key " + Quoted(it.key()));

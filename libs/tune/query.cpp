@@ -7,8 +7,8 @@
 #include "db/database.hpp"
 #include "db/machine.hpp"
 #include "heuristic/scorch.hpp"
-#include "ir/schedule.hpp"
 #include "io/read.hpp"
+#include "ir/schedule.hpp"
 #include "jit/jit.hpp"
 #include "tensor/fingerprint.hpp"
 #include "tensor/stats.hpp"
@@ -111,7 +111,8 @@ QueryAnswer Query(const QueryRequest& request) {
         !HasUniformValues(*tensor, IsComplex(request.dtype))) {
       answer.passed_over =
           "the stored winner keeps one value for every entry (it was tuned on an operand of this "
-          "pattern whose values were all equal), and " + request.path + "'s values differ";
+          "pattern whose values were all equal), and " +
+          request.path + "'s values differ";
       winner.reset();
     }
     if (winner) {

@@ -317,8 +317,8 @@ std::vector<TuneCandidate> LeaderNeighbours(const WacoTemplate& waco,
                                             size_t leader, const RefinementOptions& options,
                                             const std::string& rng_key) {
   if (options.count <= 0 || leader >= measured.size()) return {};
-  std::vector<PoolEntry> pool =
-      NeighbourPool(waco, sizes, measured, {leader}, 1, true, options.uniform_values, kLeaderSource);
+  std::vector<PoolEntry> pool = NeighbourPool(waco, sizes, measured, {leader}, 1, true,
+                                              options.uniform_values, kLeaderSource);
   // Every split halved or doubled first: a split's best size follows the cache sizes smoothly,
   // so near a good schedule the better one is most often a single step away (run 33's and run
   // 34's losses were each one such step from the winner, which a draw over all moves missed).

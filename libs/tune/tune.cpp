@@ -44,8 +44,8 @@ struct Operand {
 
 // The stored winner's schedule, with the report filled from the database; none when no winner
 // is stored.
-std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key,
-                                           bool uniform_values, TuneReport& report) {
+std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, bool uniform_values,
+                                           TuneReport& report) {
   auto winner = db.FindWinner(key, report.calls);
   if (!winner) return std::nullopt;
   Schedule schedule = ParseScheduleText(winner->schedule.canonical_json, "stored winner");

@@ -609,7 +609,6 @@ TEST_F(GeneratedKernels, CoordinateListBatchesOfOneOutputElementStoreOnce) {
   EXPECT_THROW(Parse({{"merge_runs", 1}}), InputError);
 }
 
-
 // An operand whose values are all equal (a pattern matrix's 1) is packed with one value, which
 // each kernel reads once: SpMV's rows and coordinate lists, SpMM's register tile, SDDMM's dot
 // products and MTTKRP's fibers, real and complex, compute what the reference computes. A format
@@ -666,18 +665,19 @@ TEST_F(GeneratedKernels, UniformValuesAreOneValueReadOnce) {
   EXPECT_EQ(Parse(one.ToJson()).CanonicalJson(), one.CanonicalJson());
   EXPECT_NE(one.Summary().find("one value"), std::string::npos);
   EXPECT_FALSE(Parse(rows).ToJson().contains("uniform_values"));
-  EXPECT_THROW(Parse({{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:C"}},
-                      {"uniform_values", "yes"}}),
-               InputError);
+  EXPECT_THROW(
+      Parse({{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:C"}}, {"uniform_values", "yes"}}),
+      InputError);
   // Padding zeros would read the one value: SELL, groups and block rows do not lower with it.
   const Expression spmv = KernelExpression("spmv");
-  for (const json& padded :
-       {json{{"splits", {{"i", 8}}}, {"loop_order", {"i1", "k", "i0"}},
-             {"format", {"i1:U", "k:S", "i0:U"}}},
-        json{{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:G4"}}},
-        json{{"splits", {{"i", 4}}}, {"loop_order", {"i1", "k", "i0"}},
-             {"format", {"i1:U", "k:C", "i0:U"}}},
-        json{{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:U"}}}}) {
+  for (const json& padded : {json{{"splits", {{"i", 8}}},
+                                  {"loop_order", {"i1", "k", "i0"}},
+                                  {"format", {"i1:U", "k:S", "i0:U"}}},
+                             json{{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:G4"}}},
+                             json{{"splits", {{"i", 4}}},
+                                  {"loop_order", {"i1", "k", "i0"}},
+                                  {"format", {"i1:U", "k:C", "i0:U"}}},
+                             json{{"loop_order", {"i", "k"}}, {"format", {"i:U", "k:U"}}}}) {
     EXPECT_TRUE(Parse(padded).StoresPadding()) << padded;
     const LowerOutcome lowered = Lower(spmv, with_one_value(padded));
     EXPECT_EQ(lowered.nest, nullptr) << padded;

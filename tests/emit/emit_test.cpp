@@ -456,7 +456,6 @@ TEST(Emit, CheckReportsASourceThatDoesNotCompile) {
   fs::remove_all(dir);
 }
 
-
 // A kernel tuned on a matrix whose values are all equal keeps one value: it packs and computes
 // what the reference computes (Check's new values are all equal too), its header says so, and
 // pack and update_values refuse values that differ, naming the first, and change nothing.
@@ -466,21 +465,20 @@ TEST(Emit, UniformValuesKeepOneValueAndRefuseOthers) {
   const Expression e = KernelExpression("spmv");
   const IndexSizes sizes = ResolveIndexSizes(e, pattern.dims, {});
   const fs::path dir = EmitDirectory("uniform");
-  const Schedule lists = Schedule::FromJson(
-      nlohmann::json{{"splits", {{"i", 128}, {"k", 128}}},
-                     {"loop_order", {"i1", "k1", "k0", "i0"}},
-                     {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
-                     {"parallel", {{"index", "i1"}, {"partition", "balanced"}}},
-                     {"unroll", 4},
-                     {"narrow_coordinates", true},
-                     {"uniform_values", true}},
-      "lists");
+  const Schedule lists =
+      Schedule::FromJson(nlohmann::json{{"splits", {{"i", 128}, {"k", 128}}},
+                                        {"loop_order", {"i1", "k1", "k0", "i0"}},
+                                        {"format", {"i1:U", "k1:C", "k0:C", "i0:Q"}},
+                                        {"parallel", {{"index", "i1"}, {"partition", "balanced"}}},
+                                        {"unroll", 4},
+                                        {"narrow_coordinates", true},
+                                        {"uniform_values", true}},
+                         "lists");
   EmitKernel(dir.string(), "spmv", e, sizes, DType::kF32, lists, &pattern);
   const std::string name = EmittedName("spmv");
   std::ifstream header(dir / (name + ".h"));
   const std::string text((std::istreambuf_iterator<char>(header)), {});
-  EXPECT_NE(text.find("One value. Tuned on a matrix whose values are all equal"),
-            std::string::npos)
+  EXPECT_NE(text.find("One value. Tuned on a matrix whose values are all equal"), std::string::npos)
       << text;
   const CompiledEmittedKernel compiled(dir.string(), "spmv");
   ASSERT_EQ(compiled.failure(), "");

@@ -490,7 +490,6 @@ TEST(TuneCli, EmitsAStandaloneKernel) {
     EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out/" + file)) << file;
 }
 
-
 // A pattern file's values are all 1: every candidate of its tune but FixedCSR whose format
 // stores no padding keeps one value. A stored winner that keeps one value does not answer for a
 // file of the same pattern whose values differ: query misses and says why, and tune measures
@@ -502,7 +501,8 @@ TEST(TuneCli, OneValueForAPatternButNotForItsValuedTwin) {
   int nnz = 0;
   for (int i = 0; i < 300; ++i) {
     for (int j = 0; j < 6; ++j, ++nnz) {
-      const std::string at = std::to_string(i + 1) + " " + std::to_string((i * 7 + j * 13) % 300 + 1);
+      const std::string at =
+          std::to_string(i + 1) + " " + std::to_string((i * 7 + j * 13) % 300 + 1);
       entries_pattern += at + "\n";
       entries_valued += at + " " + std::to_string(0.5 + (i + j) % 5) + "\n";
     }
@@ -512,9 +512,9 @@ TEST(TuneCli, OneValueForAPatternButNotForItsValuedTwin) {
       "pattern.mtx", "%%MatrixMarket matrix coordinate pattern general\n" + size + entries_pattern);
   const std::string valued = dir.File(
       "valued.mtx", "%%MatrixMarket matrix coordinate real general\n" + size + entries_valued);
-  const std::vector<std::string> quick = {"--kernel", "spmv", "--db", db, "--no-model",
-                                          "--samples", "2", "--refine", "0", "--leader-round", "0",
-                                          "--json"};
+  const std::vector<std::string> quick = {"--kernel",   "spmv",           "--db", db,
+                                          "--no-model", "--samples",      "2",    "--refine",
+                                          "0",          "--leader-round", "0",    "--json"};
   auto tune = [&](const std::string& file) {
     std::vector<std::string> args = {"tune", file};
     args.insert(args.end(), quick.begin(), quick.end());
@@ -535,8 +535,7 @@ TEST(TuneCli, OneValueForAPatternButNotForItsValuedTwin) {
   // The stored winner made one that keeps one value, as tune stores for most pattern graphs.
   {
     auto database = Database::Open(db, OpenMode::kReadWrite);
-    const auto machine =
-        database->FindMachine(DetectMachine(Jit::DefaultCompiler(), Jit::Flags()));
+    const auto machine = database->FindMachine(DetectMachine(Jit::DefaultCompiler(), Jit::Flags()));
     ASSERT_TRUE(machine.has_value());
     const TuningKey key{report["fingerprint"], "spmv", *machine, {}, DType::kF32};
     bool set = false;
