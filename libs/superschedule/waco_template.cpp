@@ -545,6 +545,8 @@ std::optional<SuperSchedule> WacoTemplate::FromSchedule(const Schedule& schedule
   if (!c.groups.empty()) return fail("grouped levels are not in the template");
   if (c.prefetch != 0) return fail("prefetching is not in the template");
   if (c.merge_runs) return fail("merged runs are not in the template");
+  // A fact of the operand (its values all equal), not a choice: its times are not the point's.
+  if (c.uniform_values) return fail("one value for every entry is not in the template");
   if (c.ordering != OrderingKind::kNone) return fail("orderings are not in the template");
   SuperSchedule s;
   for (const auto& index : indices_) s.splits[index] = 1;

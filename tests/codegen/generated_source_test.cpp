@@ -643,7 +643,23 @@ TEST_F(GeneratedKernels, UniformValuesAreOneValueReadOnce) {
                                         {"loop_order", {"i", "j1", "k", "j0"}},
                                         {"format", {"i:U", "k:C"}},
                                         {"parallel", {{"index", "i"}, {"chunk", 4}}}});
-  EXPECT_TRUE(Lacks(CompiledAndVerified(Runner("spmm", uniform, {{"j", 40}}), tile), "A_vals[p"));
+  KernelRunner& spmm = Runner("spmm", uniform, {{"j", 40}});
+  EXPECT_TRUE(Lacks(CompiledAndVerified(spmm, tile), "A_vals[p"));
+  // SpMM's 2-D tiles and column segments, whose tiles gather.
+  const Schedule tiles2d =
+      with_one_value({{"splits", {{"i", 8}, {"k", 16}, {"j", 16}}},
+                      {"loop_order", {"i1", "k1", "i0", "j1", "k0", "j0"}},
+                      {"format", {"i1:U", "k1:C", "i0:C", "k0:C"}},
+                      {"parallel", {{"index", "i1"}, {"partition", "balanced"}}},
+                      {"narrow_coordinates", true}});
+  EXPECT_TRUE(Lacks(CompiledAndVerified(spmm, tiles2d), "A_vals[p"));
+  const Schedule segments =
+      with_one_value({{"splits", {{"k", 16}, {"j", 16}}},
+                      {"loop_order", {"k1", "i", "j1", "k0", "j0"}},
+                      {"format", {"k1:U", "i:C", "k0:C"}},
+                      {"parallel", {{"index", "i"}, {"partition", "balanced"}}},
+                      {"narrow_coordinates", true}});
+  EXPECT_TRUE(Lacks(CompiledAndVerified(spmm, segments), "A_vals[p"));
   const Schedule dot = with_one_value({{"loop_order", {"i", "j", "k"}},
                                        {"format", {"i:U", "j:C"}},
                                        {"parallel", {{"index", "i"}, {"chunk", 4}}},
