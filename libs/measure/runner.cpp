@@ -60,7 +60,8 @@ std::string FormatKey(const StorageFormat& f) {
     key += std::to_string(l.mode) + ":" + std::to_string(int(l.part)) + ":" +
            std::to_string(int(l.kind)) + ":" + std::to_string(l.group) + ";";
   }
-  return key + "ordering" + OrderingName(f.ordering);
+  // One value or a value per position: the same levels, other value arrays.
+  return key + "ordering" + OrderingName(f.ordering) + (f.uniform_values ? "one value" : "");
 }
 
 // Moves a dense tensor (row-major over `indices`) into the tuned order or back out of it:

@@ -43,10 +43,21 @@ inline CliResult RunProgram(const std::string& program, const std::vector<std::s
   return result;
 }
 
-// Runs the real sparsetune binary of this build (see RunProgram).
+// `env` for a sparsetune process of a test: its tunes store what they measure whatever else the
+// machine runs (SPARSETUNE_ON_BUSY=ignore, as ctest sets for every test), also when a test
+// binary is run by hand, unless the environment or `env` already says otherwise.
+inline std::vector<std::string> TestEnvironment(std::vector<std::string> env) {
+  const std::string busy = "SPARSETUNE_ON_BUSY=";
+  bool given = std::getenv("SPARSETUNE_ON_BUSY") != nullptr;
+  for (const std::string& entry : env) given = given || entry.rfind(busy, 0) == 0;
+  if (!given) env.push_back(busy + "ignore");
+  return env;
+}
+
+// Runs the real sparsetune binary of this build (see RunProgram, TestEnvironment).
 inline CliResult RunCli(const std::vector<std::string>& args,
                         const std::vector<std::string>& env = {}, int64_t limit_mb = 0) {
-  return RunProgram(SPARSETUNE_BINARY, args, env, limit_mb);
+  return RunProgram(SPARSETUNE_BINARY, args, TestEnvironment(env), limit_mb);
 }
 
 // A file under a fresh temporary directory, removed with the object.

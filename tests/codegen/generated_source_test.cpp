@@ -675,6 +675,14 @@ TEST_F(GeneratedKernels, UniformValuesAreOneValueReadOnce) {
   csf.uniform_values = true;
   EXPECT_TRUE(Lacks(CompiledAndVerified(mttkrp, csf), "A_vals[p"));
 
+  // The same levels packed with one value and with a value per nonzero are two packings: each
+  // kernel reads its own, whichever was packed first.
+  KernelRunner& both = Runner("spmv", uniform);
+  for (const json& j : {lists, rows}) {
+    CompiledAndVerified(both, with_one_value(j));
+    CompiledAndVerified(both, Parse(j));
+  }
+
   // Stored and read back.
   const Schedule one = with_one_value(rows);
   EXPECT_EQ(one.ToJson()["uniform_values"], true);

@@ -444,7 +444,7 @@ pid_t StartBatch(const std::vector<std::string>& args, const std::string& out_pa
                  const std::string& err_path) {
   std::vector<std::string> all = {SPARSETUNE_BINARY, "batch"};
   all.insert(all.end(), args.begin(), args.end());
-  const pid_t pid = testing::StartProcess(all, out_path, err_path);
+  const pid_t pid = testing::StartProcess(all, out_path, err_path, testing::TestEnvironment({}));
   EXPECT_GE(pid, 0);
   return pid;
 }
