@@ -33,7 +33,7 @@ struct Csr {
 
 // A small Matrix Market reader: coordinate format, real, integer or pattern, general, symmetric
 // or skew-symmetric. A pattern file's values are all 1, as the file says (a kernel tuned on it
-// keeps one value and refuses others). Duplicate entries are summed (the emitted packer wants
+// keeps one value, as tune timed it). Duplicate entries are summed (the emitted packer wants
 // distinct ones).
 Csr ReadMatrixMarket(const std::string& path) {
   std::ifstream in(path);

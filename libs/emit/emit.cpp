@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -86,6 +87,9 @@ struct EmittedKernel {
   const std::map<std::string, int64_t>& sizes;
   const Schedule& schedule;
   const LoopNest& nest;
+  // schedule.uniform_values: the same schedule with a value per nonzero, which an operand whose
+  // values differ runs.
+  std::unique_ptr<LoopNest> values_nest;
   std::vector<CoordinateEncoding> encodings;  // per level, those of the tuned pattern
   bool wide_variant = false;  // a second kernel for 32-bit coordinates, when they differ
   std::string name;
@@ -247,12 +251,16 @@ std::vector<std::string> HeaderProse(const EmittedKernel& k) {
                   "zero.");
   if (k.schedule.uniform_values)
     prose.push_back(
-        "One value. Tuned on a matrix whose values are all equal (a pattern "
-        "matrix's 1), this kernel keeps one value for every entry and reads no value "
-        "per nonzero: _pack_coo" +
-        std::string(k.order == 2 ? ", _pack_csr" : "") +
-        " and _update_values refuse values that differ from the first (for a matrix "
-        "of this pattern with other values, tune that matrix).");
+        "One value. Tuned on a matrix whose values are all equal (a pattern matrix's "
+        "1): an operand whose values are all equal keeps one value and runs the "
+        "kernel compiled for it, which reads no value per nonzero (as tune timed it); "
+        "an operand whose values differ keeps a value per entry and runs a second "
+        "variant compiled for those, untimed (tune a matrix with such values for "
+        "its own kernel). " +
+        name +
+        "_update_values with values that differ moves an operand to that "
+        "variant, allocating its values once; " +
+        name + "_one_value(a) says which variant an operand runs.");
   prose.push_back(CoordinatesParagraph(k));
   if (!k.dense_indices.empty()) {
     std::string tuned;
@@ -324,6 +332,9 @@ void DeclarePacking(const EmittedKernel& k, std::ostringstream& h) {
     << "/* 1 when the operand holds 32-bit coordinates where the kernel was tuned with narrower "
        "ones. */\n"
     << "int " << name << "_wide_coordinates(const " << name << "_operand* a);\n"
+    << "/* 1 when the operand keeps one value for all its entries (they are all equal), as the "
+       "kernel\n   was tuned with. */\n"
+    << "int " << name << "_one_value(const " << name << "_operand* a);\n"
     << "void " << name << "_free(" << name << "_operand* a);\n\n";
 }
 
@@ -466,18 +477,10 @@ std::string PackerPreambleText(const EmittedKernel& k) {
     << "  if (asked < 0 && st_tuned_threads == 1) return 1;\n"
     << "  return omp_get_max_threads();\n}\n\n";
   if (k.schedule.uniform_values) {
-    c << "// Whether every value equals the first, as a kernel that keeps one value needs; "
-         "refuses\n// the call (`entry`) otherwise.\n"
-      << "bool st_uniform_values(const char* entry, const " << k.value
-      << "* values, int64_t nnz) {\n"
+    c << "// Whether every value equals the first: then one value serves the operand.\n"
+      << "bool st_all_equal(const " << k.value << "* values, int64_t nnz) {\n"
       << "  for (int64_t e = 1; e < nnz; ++e) {\n"
-      << "    if (values[e] != values[0])\n"
-      << "      return st_refuse(std::string(entry) + \": entry \" + std::to_string(e) +\n"
-      << "                           \"'s value differs from entry 0's; this kernel keeps one "
-         "value for \"\n"
-      << "                           \"every entry (it was tuned on a matrix whose values are "
-         "all equal)\",\n"
-      << "                       false);\n"
+      << "    if (values[e] != values[0]) return false;\n"
       << "  }\n  return true;\n}\n\n";
   }
   c << "// The tuned format: per mode its split; per level its mode, part (0 whole, 1 outer, 2 "
@@ -493,6 +496,7 @@ std::string PackerPreambleText(const EmittedKernel& k) {
     << "  int64_t dims[" << std::max(k.order, 1) << "];\n"
     << "  int64_t nnz = 0;\n"
     << "  bool wide = false;  // 32-bit coordinates: the kernel variant compiled for them runs\n"
+    << "  bool one_value = false;  // values all equal: one kept, and the kernel for it runs\n"
     << "  std::vector<st_level_packer::Level> levels;\n"
     << "  st_array<value_t> values;\n"
     << "  // Per entry as given, its position in values (empty: entry e is at e).\n"
@@ -596,8 +600,6 @@ std::string PackCooText(const EmittedKernel& k) {
     << "  const std::vector<int64_t> dim_list(dims, dims + " << order << ");\n"
     << "  std::string refusal = sparsetune::packer::EntriesRefusal(dim_list, nnz, coords);\n"
     << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n";
-  if (k.schedule.uniform_values)
-    c << "  if (!st_uniform_values(\"" << pack_coo << "\", values, nnz)) return nullptr;\n";
   c << "  auto a = std::make_unique<st_operand>();\n"
     << "  std::copy(dims, dims + " << order << ", a->dims);\n"
     << "  a->nnz = nnz;\n"
@@ -666,9 +668,14 @@ std::string PackCooText(const EmittedKernel& k) {
   }
   c << "  if (!packed) return st_refuse<st_operand*>(packer->Refusal(), nullptr);\n";
   if (k.schedule.uniform_values) {
-    c << "  // One value for every entry (the kernel reads it once).\n"
-      << "  (void)source_entry;\n"
-      << "  a->values.assign(1, nnz > 0 ? values[0] : " << k.value << "());\n";
+    c << "  a->value_positions = packer->EntryPositions(source_entry);\n"
+      << "  if (st_all_equal(values, nnz)) {\n"
+      << "    // One value for every entry: the kernel compiled for one value runs.\n"
+      << "    a->one_value = true;\n"
+      << "    a->values.assign(1, nnz > 0 ? values[0] : " << k.value << "());\n"
+      << "  } else {\n"
+      << "    packer->ScatterValues(a->values, values, source_entry);\n"
+      << "  }\n";
   } else {
     c << "  packer->ScatterValues(a->values, values, source_entry);\n"
       << "  a->value_positions = packer->EntryPositions(source_entry);\n";
@@ -735,8 +742,18 @@ std::string ValueEntryPointsText(const EmittedKernel& k) {
     << "    return st_refuse(\"" << name
     << "_update_values: the operand and the values must not be null\");\n";
   if (k.schedule.uniform_values) {
-    c << "  if (!st_uniform_values(\"" << name << "_update_values\", values, a->nnz)) return -1;\n"
-      << "  if (a->nnz > 0) a->values[0] = values[0];\n";
+    c << "  if (a->one_value && st_all_equal(values, a->nnz)) {\n"
+      << "    if (a->nnz > 0) a->values[0] = values[0];\n"
+      << "    return 0;\n"
+      << "  }\n"
+      << "  if (a->one_value) {\n"
+      << "    // Values that differ: a value per entry (the format stores no padding), and the "
+         "kernel\n    // compiled for those.\n"
+      << "    a->values.assign(a->nnz, " << k.value << "());\n"
+      << "    a->one_value = false;\n"
+      << "  }\n"
+      << "  sparsetune::packer::UpdateValues(a->values.data(), a->value_positions, a->nnz, "
+         "values);\n";
   } else {
     c << "  sparsetune::packer::UpdateValues(a->values.data(), a->value_positions, a->nnz, "
          "values);\n";
@@ -745,6 +762,9 @@ std::string ValueEntryPointsText(const EmittedKernel& k) {
     << "extern \"C\" int " << name << "_wide_coordinates(const " << name << "_operand* a) {\n"
     << "  if (!a) return st_refuse(\"" << name << "_wide_coordinates: the operand is null\");\n"
     << "  return a->wide ? 1 : 0;\n}\n\n"
+    << "extern \"C\" int " << name << "_one_value(const " << name << "_operand* a) {\n"
+    << "  if (!a) return st_refuse(\"" << name << "_one_value: the operand is null\");\n"
+    << "  return a->one_value ? 1 : 0;\n}\n\n"
     << "extern \"C\" void " << name << "_free(" << name << "_operand* a) { delete a; }\n\n";
   return c.str();
 }
@@ -821,9 +841,14 @@ std::string ComputeBodyText(const EmittedKernel& k) {
       << "].data();\n  }\n";
   }
   c << "  args.tuned_order = tuned_order;\n";
+  auto narrow_or_wide = [&](const std::string& entry) {
+    return k.wide_variant ? "(a->wide ? " + entry + "_wide : " + entry + ")" : entry;
+  };
   const std::string kernel_call =
-      k.wide_variant ? "(a->wide ? " + name + "_kernel_wide : " + name + "_kernel)(&args)"
-                     : name + "_kernel(&args)";
+      (k.values_nest ? "(a->one_value ? " + narrow_or_wide(name + "_kernel") + " : " +
+                           narrow_or_wide(name + "_kernel_values") + ")"
+                     : narrow_or_wide(name + "_kernel")) +
+      "(&args)";
   if (e.sparse_output_prefix > 0) {
     c << "  // The kernel writes the output at the format's positions; rows go back in order.\n"
       << "  const int64_t trailing = " << trailing << ";\n"
@@ -977,20 +1002,51 @@ std::string ComputeText(const EmittedKernel& k) {
 }
 
 // The kernel for the tuned coordinates, and, when they are narrower than 32 bits, a second one
-// for 32-bit coordinates: the same text up to the kernel function, so only that is added.
+// for 32-bit coordinates; a schedule that keeps one value adds both again with a value per
+// nonzero. The variants share their text up to the kernel function, so only that is added.
 std::string KernelText(const EmittedKernel& k) {
-  const std::string entry = k.name + "_kernel", wide_entry = entry + "_wide";
-  const std::string text =
-      GenerateKernelSource(k.nest, k.dtype, CodegenMode::kBaked, k.encodings, entry);
-  if (!k.wide_variant) return text;
-  const std::string wide =
-      GenerateKernelSource(k.nest, k.dtype, CodegenMode::kBaked, {}, wide_entry);
-  const size_t at = text.find("static int " + entry + "(");
-  const size_t wide_at = wide.find("static int " + wide_entry + "(");
-  if (at == std::string::npos || wide_at != at || wide.compare(0, wide_at, text, 0, at) != 0)
-    throw InternalError("the kernel variants differ outside their kernel functions");
-  return text + "\n// The same for 32-bit coordinates (operands whose coordinates do not fit).\n" +
-         wide.substr(wide_at);
+  struct Variant {
+    const LoopNest* nest;
+    bool wide;
+    std::string entry, comment;
+  };
+  std::vector<Variant> variants = {{&k.nest, false, k.name + "_kernel", ""}};
+  if (k.wide_variant)
+    variants.push_back(
+        {&k.nest, true, k.name + "_kernel_wide",
+         "The same for 32-bit coordinates (operands whose coordinates do not fit)."});
+  if (k.values_nest) {
+    variants.push_back({k.values_nest.get(), false, k.name + "_kernel_values",
+                        "With a value per nonzero (operands whose values differ)."});
+    if (k.wide_variant)
+      variants.push_back({k.values_nest.get(), true, k.name + "_kernel_values_wide",
+                          "With a value per nonzero and 32-bit coordinates."});
+  }
+  // The prefix up to the kernel function, but for the line that names the schedule (the values
+  // variant's keeps a value per nonzero).
+  auto shared_part = [](const std::string& source, size_t at) {
+    std::string prefix = source.substr(0, at);
+    const size_t line = prefix.find("// Schedule: ");
+    if (line != std::string::npos) prefix.erase(line, prefix.find('\n', line) - line);
+    return prefix;
+  };
+  std::string text, shared;
+  for (const Variant& v : variants) {
+    const std::string source =
+        GenerateKernelSource(*v.nest, k.dtype, CodegenMode::kBaked,
+                             v.wide ? std::vector<CoordinateEncoding>{} : k.encodings, v.entry);
+    const size_t at = source.find("static int " + v.entry + "(");
+    if (at == std::string::npos) throw InternalError("no kernel function in a kernel variant");
+    if (text.empty()) {
+      shared = shared_part(source, at);
+      text = source;
+      continue;
+    }
+    if (shared_part(source, at) != shared)
+      throw InternalError("the kernel variants differ outside their kernel functions");
+    text += "\n// " + v.comment + "\n" + source.substr(at);
+  }
+  return text;
 }
 
 // The coordinate encodings of `pattern` as tune packed it (renumbered first when ordered).
@@ -1062,6 +1118,13 @@ std::vector<std::string> EmitKernel(const std::string& dir, const std::string& k
   LowerOutcome lowered = Lower(e, schedule);
   if (!lowered.nest) throw InputError("cannot emit the schedule: " + lowered.error);
   EmittedKernel k(e, sizes, schedule, *lowered.nest);
+  if (schedule.uniform_values) {
+    Schedule with_values = schedule;
+    with_values.uniform_values = false;
+    LowerOutcome values = Lower(e, with_values);
+    if (!values.nest) throw InternalError("a value per nonzero does not lower: " + values.error);
+    k.values_nest = std::move(values.nest);
+  }
   const StorageFormat& format = k.nest.storage;
   // The interface first: names, value type, dense operands and their conversions.
   k.name = EmittedName(kernel);

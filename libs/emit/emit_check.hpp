@@ -43,9 +43,9 @@ class CompiledEmittedKernel {
   // computes at the dense sizes of `sizes` (any, not only those emitted) with the dense inputs
   // `run` uses, and compares every output value with the reference at `run`'s tolerance; packs
   // it again from its entries in canonical order (as from CSR) and compares again. Then
-  // gives the operand other values with update_values (all equal when the tensor's are) and
-  // compares again, once through the default entry point and once in the tuned order (inputs
-  // converted, compute_tuned_order, the output converted back).
+  // gives the operand other values with update_values and compares again, once through the
+  // default entry point and once in the tuned order (inputs converted, compute_tuned_order, the
+  // output converted back).
   EmittedCheck Check(const Expression& expression, const IndexSizes& sizes, DType dtype,
                      const CooTensor& tensor) const;
 

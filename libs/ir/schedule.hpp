@@ -104,7 +104,8 @@ struct Schedule {
   // Every value of the sparse operand is the same (a pattern matrix's 1): the kernel reads one
   // value instead of one per nonzero, four bytes a nonzero fewer. Not a choice to rank but a
   // fact of the operand that tune applies to every format that stores no padding zeros (which
-  // a single value would fill); packing an operand whose values differ is refused.
+  // a single value would fill); Pack refuses an operand whose values differ (an emitted kernel
+  // takes it with a second variant that keeps a value per nonzero).
   bool uniform_values = false;
   // Matrices: rows (and columns, when square) renumbered for locality before packing; the
   // kernel permutes its dense operands on entry and its output on exit.

@@ -200,7 +200,8 @@ TEST(BenchCli, ReportsEveryContenderVerifiedWithVersionsAndProbes) {
   }
 }
 
-// SDDMM with C given as C(j,k) counts its operands like SDDMM: A in CSR, B, C and D's values.
+// SDDMM with C given as C(j,k) counts its operands like SDDMM: A in CSR, B, C and D's values;
+// a pattern matrix's values are all 1, so A's CSR counts no values.
 TEST(BenchCli, SddmmNtCountsItsOperands) {
   testing::TempDir dir;
   const std::string file = dir.File("p.mtx", kPatternMatrix);
@@ -209,8 +210,9 @@ TEST(BenchCli, SddmmNtCountsItsOperands) {
                        "--min-ms", "5", "--db", dir.File("b.db"), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto out = nlohmann::json::parse(r.out);
-  const double csr = 9 * (8 + 4) + 7 * 4, dense = (6 + 5) * 16 * 8, values = 9 * 8;
+  const double csr = 9 * 4 + 7 * 4, dense = (6 + 5) * 16 * 8, values = 9 * 8;
   EXPECT_DOUBLE_EQ(out["effective_bytes"].get<double>(), csr + dense + values);
+  EXPECT_TRUE(out["uniform_values"].get<bool>());
   EXPECT_EQ(out["flop_probe"]["dtype"], "f64");
 }
 

@@ -456,10 +456,11 @@ TEST(Emit, CheckReportsASourceThatDoesNotCompile) {
   fs::remove_all(dir);
 }
 
-// A kernel tuned on a matrix whose values are all equal keeps one value: it packs and computes
-// what the reference computes (Check's new values are all equal too), its header says so, and
-// pack and update_values refuse values that differ, naming the first, and change nothing.
-TEST(Emit, UniformValuesKeepOneValueAndRefuseOthers) {
+// A kernel tuned on a matrix whose values are all equal keeps one value for an operand whose
+// values are all equal and runs the kernel compiled for it; an operand whose values differ keeps
+// them and runs a second variant, and update_values with values that differ moves an operand
+// there. Check packs, computes and updates (with values that differ) against the reference.
+TEST(Emit, UniformValuesKeepOneValueAndOtherValuesTheirOwnVariant) {
   CooTensor pattern = testing::RandomSparse({300, 280}, 2500, 31);
   for (double& v : pattern.values) v = 1;
   const Expression e = KernelExpression("spmv");
@@ -480,6 +481,11 @@ TEST(Emit, UniformValuesKeepOneValueAndRefuseOthers) {
   const std::string text((std::istreambuf_iterator<char>(header)), {});
   EXPECT_NE(text.find("One value. Tuned on a matrix whose values are all equal"), std::string::npos)
       << text;
+  std::ifstream source_file(dir / (name + ".cpp"));
+  const std::string source((std::istreambuf_iterator<char>(source_file)), {});
+  for (const char* variant :
+       {"_kernel(", "_kernel_wide(", "_kernel_values(", "_kernel_values_wide("})
+    EXPECT_NE(source.find("static int " + name + variant), std::string::npos) << variant;
   const CompiledEmittedKernel compiled(dir.string(), "spmv");
   ASSERT_EQ(compiled.failure(), "");
   const EmittedCheck check = compiled.Check(e, sizes, DType::kF32, pattern);
@@ -488,40 +494,48 @@ TEST(Emit, UniformValuesKeepOneValueAndRefuseOthers) {
   using PackFn = void* (*)(const int64_t*, int64_t, const int32_t* const*, const float*);
   using UpdateFn = int (*)(void*, const float*);
   using ComputeFn = int (*)(const void*, const float* const*, float*);
+  using QueryFn = int (*)(const void*);
   auto pack = reinterpret_cast<PackFn>(compiled.Symbol("_pack_coo"));
   auto update = reinterpret_cast<UpdateFn>(compiled.Symbol("_update_values"));
   auto compute = reinterpret_cast<ComputeFn>(compiled.Symbol("_compute"));
+  auto one_value = reinterpret_cast<QueryFn>(compiled.Symbol("_one_value"));
   auto last_error = reinterpret_cast<const char* (*)()>(compiled.Symbol("_last_error"));
   auto release = reinterpret_cast<void (*)(void*)>(compiled.Symbol("_free"));
-  ASSERT_TRUE(pack && update && compute && last_error && release);
+  ASSERT_TRUE(pack && update && compute && one_value && last_error && release);
   const int32_t* coords[2] = {pattern.coords[0].data(), pattern.coords[1].data()};
-  std::vector<float> values(pattern.nnz(), 1.0f);
-  values[17] = 2.0f;
-  EXPECT_EQ(pack(pattern.dims.data(), pattern.nnz(), coords, values.data()), nullptr);
-  EXPECT_NE(std::string(last_error()).find("entry 17's value differs from entry 0's"),
-            std::string::npos)
-      << last_error();
-  values[17] = 1.0f;
-  void* operand = pack(pattern.dims.data(), pattern.nnz(), coords, values.data());
-  ASSERT_NE(operand, nullptr) << last_error();
-  std::vector<float> x(pattern.dims[1], 1.0f), y(pattern.dims[0]);
+  std::vector<float> x(pattern.dims[1]), y(pattern.dims[0]);
+  for (size_t j = 0; j < x.size(); ++j) x[j] = float(1 + j % 7);
   const float* inputs[1] = {x.data()};
-  // y is each row's count of entries times the one value: 1, then 3 after the update.
-  std::vector<float> counts(pattern.dims[0], 0.0f);
-  for (int64_t e = 0; e < pattern.nnz(); ++e) counts[pattern.coords[0][e]] += 1;
-  ASSERT_EQ(compute(operand, inputs, y.data()), 0);
-  EXPECT_EQ(y, counts);
-  values[5] = 3.0f;
-  EXPECT_EQ(update(operand, values.data()), -1);
-  EXPECT_NE(std::string(last_error()).find("entry 5's value differs"), std::string::npos);
-  ASSERT_EQ(compute(operand, inputs, y.data()), 0);
-  EXPECT_EQ(y, counts);  // the refused update changed nothing
-  std::fill(values.begin(), values.end(), 3.0f);
-  ASSERT_EQ(update(operand, values.data()), 0) << last_error();
-  ASSERT_EQ(compute(operand, inputs, y.data()), 0);
-  for (float& c : counts) c *= 3;
-  EXPECT_EQ(y, counts);
-  release(operand);
+  auto expected = [&](const std::vector<float>& values) {
+    std::vector<float> out(pattern.dims[0], 0.0f);
+    for (int64_t e = 0; e < pattern.nnz(); ++e)
+      out[pattern.coords[0][e]] += values[e] * x[pattern.coords[1][e]];
+    return out;
+  };
+  // Equal values: one kept. Values that differ in a second operand: their own variant.
+  std::vector<float> ones(pattern.nnz(), 1.0f), varied(pattern.nnz());
+  for (size_t e = 0; e < varied.size(); ++e) varied[e] = float(1 + e % 3);
+  void* uniform = pack(pattern.dims.data(), pattern.nnz(), coords, ones.data());
+  void* valued = pack(pattern.dims.data(), pattern.nnz(), coords, varied.data());
+  ASSERT_TRUE(uniform && valued) << last_error();
+  EXPECT_EQ(one_value(uniform), 1);
+  EXPECT_EQ(one_value(valued), 0);
+  ASSERT_EQ(compute(uniform, inputs, y.data()), 0);
+  EXPECT_EQ(y, expected(ones));
+  ASSERT_EQ(compute(valued, inputs, y.data()), 0);
+  EXPECT_EQ(y, expected(varied));
+  // New equal values stay one value; values that differ move the operand to its variant.
+  std::vector<float> threes(pattern.nnz(), 3.0f);
+  ASSERT_EQ(update(uniform, threes.data()), 0) << last_error();
+  EXPECT_EQ(one_value(uniform), 1);
+  ASSERT_EQ(compute(uniform, inputs, y.data()), 0);
+  EXPECT_EQ(y, expected(threes));
+  ASSERT_EQ(update(uniform, varied.data()), 0) << last_error();
+  EXPECT_EQ(one_value(uniform), 0);
+  ASSERT_EQ(compute(uniform, inputs, y.data()), 0);
+  EXPECT_EQ(y, expected(varied));
+  release(uniform);
+  release(valued);
   fs::remove_all(dir);
 }
 
