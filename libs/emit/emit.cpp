@@ -599,8 +599,8 @@ std::string PackCooText(const EmittedKernel& k) {
     << "  }\n"
     << "  const std::vector<int64_t> dim_list(dims, dims + " << order << ");\n"
     << "  std::string refusal = sparsetune::packer::EntriesRefusal(dim_list, nnz, coords);\n"
-    << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n";
-  c << "  auto a = std::make_unique<st_operand>();\n"
+    << "  if (!refusal.empty()) return st_refuse<st_operand*>(refusal, nullptr);\n"
+    << "  auto a = std::make_unique<st_operand>();\n"
     << "  std::copy(dims, dims + " << order << ", a->dims);\n"
     << "  a->nnz = nnz;\n"
     << "  const int32_t* const* packed_coords = coords;\n";
@@ -751,14 +751,11 @@ std::string ValueEntryPointsText(const EmittedKernel& k) {
          "kernel\n    // compiled for those.\n"
       << "    a->values.assign(a->nnz, " << k.value << "());\n"
       << "    a->one_value = false;\n"
-      << "  }\n"
-      << "  sparsetune::packer::UpdateValues(a->values.data(), a->value_positions, a->nnz, "
-         "values);\n";
-  } else {
-    c << "  sparsetune::packer::UpdateValues(a->values.data(), a->value_positions, a->nnz, "
-         "values);\n";
+      << "  }\n";
   }
-  c << "  return 0;\n}\n\n"
+  c << "  sparsetune::packer::UpdateValues(a->values.data(), a->value_positions, a->nnz, "
+       "values);\n"
+    << "  return 0;\n}\n\n"
     << "extern \"C\" int " << name << "_wide_coordinates(const " << name << "_operand* a) {\n"
     << "  if (!a) return st_refuse(\"" << name << "_wide_coordinates: the operand is null\");\n"
     << "  return a->wide ? 1 : 0;\n}\n\n"

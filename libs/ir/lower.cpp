@@ -143,10 +143,8 @@ class Lowerer {
            "and columns; " + sparse.name + " has " + std::to_string(sparse.indices.size()) +
            " indices");
     f.uniform_values = s_.uniform_values;
-    if (f.uniform_values && f.StoresPadding())
-      Fail(
-          "\"uniform_values\" needs a format without padding zeros: one value would fill "
-          "them (no S or grouped level, no U level below a compressed one)");
+    if (std::string refusal = f.UniformValuesRefusal(); !refusal.empty())
+      Fail("\"uniform_values\": " + refusal);
     nest_->storage = f;
   }
 

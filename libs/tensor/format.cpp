@@ -69,9 +69,7 @@ std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
     return std::string("the ") + OrderingName(ordering) +
            " ordering renumbers a matrix's rows and " + "columns; this tensor has " +
            std::to_string(order) + " modes";
-  if (uniform_values && StoresPadding())
-    return "one value for every entry needs a format without padding zeros (no sliced or "
-           "grouped level, no U level below a compressed one)";
+  if (std::string refusal = UniformValuesRefusal(); !refusal.empty()) return refusal;
   for (size_t l = 0; l < levels.size(); ++l) {
     if (levels[l].group != 1 && (levels[l].kind != LevelKind::kCompressed || levels[l].group < 1 ||
                                  levels[l].group > kMaxGroup))
@@ -113,6 +111,12 @@ std::string StorageFormat::Check(const std::vector<int64_t>& dims) const {
     }
   }
   return "";
+}
+
+std::string StorageFormat::UniformValuesRefusal() const {
+  if (!uniform_values || !StoresPadding()) return "";
+  return "one value for every entry needs a format without padding zeros, which it would fill "
+         "(no S or grouped level, no U level below a compressed one)";
 }
 
 bool LevelsStorePadding(const std::vector<LevelSpec>& levels) {

@@ -67,6 +67,9 @@ struct StorageFormat {
   std::string Check(const std::vector<int64_t>& dims) const;
   // Whether some stored positions are explicit zeros, no entry of the tensor (LevelsStorePadding).
   bool StoresPadding() const { return LevelsStorePadding(levels); }
+  // Why uniform_values does not apply (padding zeros, which one value would fill); "" when it
+  // does or is not asked for.
+  std::string UniformValuesRefusal() const;
   // "i1:U k1:C i0:U k0:U" with the given mode names.
   std::string Describe(const std::vector<std::string>& mode_names) const;
   bool operator==(const StorageFormat& o) const {
