@@ -307,6 +307,7 @@ std::vector<NamedSchedule> ScheduleContenders(const ResolvedKernel& k, const Coo
     q.dense = k.dense_sizes;
     q.dtype = k.dtype;
     q.db_path = DatabasePathOrDefault(o.db);
+    q.one_value = uniform_values;
     const QueryAnswer answer = Query(q);
     if (answer.hit) {
       schedules.push_back(

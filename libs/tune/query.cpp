@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "base/errors.hpp"
 #include "db/database.hpp"
@@ -101,21 +103,35 @@ QueryAnswer Query(const QueryRequest& request) {
   if (machine) {
     TuningKey key;
     key.fingerprint = answer.fingerprint;
-    key.kernel = request.tuned_order ? TunedOrderKernelKey(answer.kernel) : answer.kernel;
     key.machine_id = *machine;
     key.dense = dense;
     key.dtype = request.dtype;
-    auto winner = db->FindWinner(key, request.calls);
-    if (winner && tensor &&
-        ParseScheduleText(winner->schedule.canonical_json, "stored winner").uniform_values &&
-        !HasUniformValues(*tensor, IsComplex(request.dtype))) {
-      answer.passed_over =
-          "the stored winner keeps one value for every entry (it was tuned on an operand of this "
-          "pattern whose values were all equal), and " +
-          request.path + "'s values differ";
-      winner.reset();
+    const std::string kernel_key =
+        request.tuned_order ? TunedOrderKernelKey(answer.kernel) : answer.kernel;
+    // Whether the operand's values are all equal: from the file, else as the caller says.
+    std::optional<bool> one_value = request.one_value;
+    if (tensor) one_value = HasUniformValues(*tensor, IsComplex(request.dtype));
+    // An operand of one value takes the winner tuned so, else the one of values that differ;
+    // an operand whose values differ only the latter. Unknown: that one first.
+    std::vector<std::string> kernel_keys{kernel_key};
+    if (one_value == true) kernel_keys.insert(kernel_keys.begin(), OneValueKernelKey(kernel_key));
+    if (!one_value.has_value()) kernel_keys.push_back(OneValueKernelKey(kernel_key));
+    // A winner that keeps one value (uniform_values) does not answer for values that differ,
+    // wherever it is stored (a build before OneValueKernelKey kept it under the kernel's key).
+    bool one_value_winner = false;
+    if (one_value == false) {
+      key.kernel = OneValueKernelKey(kernel_key);
+      one_value_winner = db->FindWinner(key, request.calls).has_value();
     }
-    if (winner) {
+    for (const std::string& kernel : kernel_keys) {
+      key.kernel = kernel;
+      auto winner = db->FindWinner(key, request.calls);
+      if (!winner) continue;
+      if (one_value == false &&
+          ParseScheduleText(winner->schedule.canonical_json, "stored winner").uniform_values) {
+        one_value_winner = true;
+        continue;
+      }
       answer.hit = true;
       answer.winner_json = winner->schedule.canonical_json;
       answer.winner_ms = winner->time_ms;
@@ -125,6 +141,11 @@ QueryAnswer Query(const QueryRequest& request) {
       answer.updated_at = winner->updated_at;
       return answer;
     }
+    if (one_value_winner)
+      answer.passed_over =
+          "the stored winner keeps one value for every entry (it was tuned on an operand of this "
+          "pattern whose values were all equal), and " +
+          (request.path.empty() ? std::string("the operand") : request.path) + "'s values differ";
   }
   if (request.fallback_heuristic) AnswerWithHeuristic(request, tensor.get(), db.get(), answer);
   return answer;

@@ -24,6 +24,9 @@ struct QueryRequest {
   std::string db_path;
   int64_t calls = 0;         // the winner per call (0) or the one stored for this many calls
   bool tuned_order = false;  // the winner tuned for calls in the tuned order (tune --tuned-order)
+  // With a fingerprint: whether the operand's values are all equal, when the caller knows
+  // (OneValueKernelKey). Unknown: the winner for values that differ, else the one for one value.
+  std::optional<bool> one_value;
   // A miss answers with Scorch's heuristic schedule (never measured) instead of nothing.
   bool fallback_heuristic = false;
 };
@@ -39,8 +42,8 @@ struct QueryAnswer {
   bool tuned_order = false;  // QueryRequest::tuned_order
   double prepare_ms = 0;     // with a call count: the winner's preparation
   std::string updated_at;
-  // Why the stored winner does not answer for the given file ("": it does, or none is stored):
-  // it keeps one value for every entry (uniform_values), and the file's values differ.
+  // Why no stored winner answers for the operand ("": one does, or none is stored): the one
+  // stored keeps one value for every entry (uniform_values), and the operand's values differ.
   std::string passed_over;
   // A miss answered by a fallback: "heuristic", what it looked at, and how long it took.
   std::string fallback;

@@ -10,6 +10,10 @@ std::string TunedOrderKernelKey(const std::string& kernel_key) {
   return kernel_key + "@tuned-order";
 }
 
+std::string OneValueKernelKey(const std::string& kernel_key) {
+  return kernel_key + "@one-value";
+}
+
 MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,
                             const CooTensor& tensor, const PatternStats& stats,
                             const std::string& source) {

@@ -22,6 +22,11 @@ std::string KernelKey(const std::string& kernel, const Expression& expression);
 // and "@tuned-order". Those times skip the permutations of every call, so they and their
 // winner are kept apart from the kernel's (and from its training data).
 std::string TunedOrderKernelKey(const std::string& kernel_key);
+// The database key of a kernel tuned on an operand whose values are all equal (a pattern
+// file's): its key and "@one-value". Most of its candidates keep one value
+// (Schedule::uniform_values) and take no operand whose values differ, so its winner is kept
+// apart from the one tuned on the same pattern with values that differ, and both stay stored.
+std::string OneValueKernelKey(const std::string& kernel_key);
 
 // The matrix row of an operand: its shape and statistics, and where it came from.
 MatrixRecord MatrixRecordOf(const std::string& fingerprint, const std::string& name,

@@ -49,7 +49,8 @@ std::optional<Schedule> ReportStoredWinner(Database& db, const TuningKey& key, b
   auto winner = db.FindWinner(key, report.calls);
   if (!winner) return std::nullopt;
   Schedule schedule = ParseScheduleText(winner->schedule.canonical_json, "stored winner");
-  // Tuned on an operand of this pattern whose values were all equal: it cannot hold these.
+  // Tuned on an operand of this pattern whose values were all equal, and stored under the
+  // kernel's own key by a build before OneValueKernelKey: it cannot hold these.
   if (schedule.uniform_values && !uniform_values) {
     report.stored_winner_passed_over =
         "the stored winner keeps one value for every entry (it was tuned on an operand of this "
@@ -286,11 +287,13 @@ TuneReport Tune(const TuneRequest& request, const TuneProgress& progress) {
   report.fingerprint = operand.fingerprint;
   report.stage_ms["read"] = MsSince(t);
   auto db = Database::Open(request.db_path, OpenMode::kReadWrite);
-  const TuningKey key{operand.fingerprint,
-                      request.tuned_order ? TunedOrderKernelKey(report.kernel) : report.kernel,
-                      db->UpsertMachine(machine), dense_sizes, request.dtype};
-  // Every value equal (a pattern matrix's 1): the candidates read one value (ApplyUniformValues).
+  // Every value equal (a pattern matrix's 1): the candidates read one value (ApplyUniformValues),
+  // and the winner is stored under a key of its own (OneValueKernelKey).
   const bool uniform_values = HasUniformValues(operand.tensor, IsComplex(request.dtype));
+  std::string kernel_key = request.tuned_order ? TunedOrderKernelKey(report.kernel) : report.kernel;
+  if (uniform_values) kernel_key = OneValueKernelKey(kernel_key);
+  const TuningKey key{operand.fingerprint, kernel_key, db->UpsertMachine(machine), dense_sizes,
+                      request.dtype};
   std::optional<Schedule> winner;
   if (!request.force) winner = ReportStoredWinner(*db, key, uniform_values, report);
   if (!winner) {

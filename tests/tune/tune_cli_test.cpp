@@ -491,9 +491,10 @@ TEST(TuneCli, EmitsAStandaloneKernel) {
 }
 
 // A pattern file's values are all 1: every candidate of its tune but FixedCSR whose format
-// stores no padding keeps one value. A stored winner that keeps one value does not answer for a
-// file of the same pattern whose values differ: query misses and says why, and tune measures
-// that file again and stores a winner that keeps its values.
+// stores no padding keeps one value. The file of one value and a file of the same pattern whose
+// values differ are two workloads with a winner each: tuning one never replaces the other's, a
+// winner that keeps one value never answers for values that differ, and each query answers with
+// its own.
 TEST(TuneCli, OneValueForAPatternButNotForItsValuedTwin) {
   TempDir dir;
   const std::string db = dir.File("t.db");
@@ -522,6 +523,16 @@ TEST(TuneCli, OneValueForAPatternButNotForItsValuedTwin) {
     EXPECT_EQ(run.exit_code, 0) << run.err;
     return nlohmann::json::parse(run.out);
   };
+  auto query = [&](const std::vector<std::string>& what) {
+    std::vector<std::string> args = {"query"};
+    args.insert(args.end(), what.begin(), what.end());
+    for (const char* a : {"--kernel", "spmv", "--json"}) args.push_back(a);
+    args.insert(args.end(), {"--db", db});
+    return RunCli(args);
+  };
+  auto winner_of = [](const testing::CliResult& run) {
+    return nlohmann::json::parse(run.out)["winner"]["schedule"];
+  };
   const auto report = tune(pattern);
   int one_value = 0;
   for (const auto& c : report["candidates"]) {
@@ -533,33 +544,67 @@ TEST(TuneCli, OneValueForAPatternButNotForItsValuedTwin) {
   EXPECT_GT(one_value, 0);
 
   // The stored winner made one that keeps one value, as tune stores for most pattern graphs.
-  {
-    auto database = Database::Open(db, OpenMode::kReadWrite);
-    const auto machine = database->FindMachine(DetectMachine(Jit::DefaultCompiler(), Jit::Flags()));
-    ASSERT_TRUE(machine.has_value());
-    const TuningKey key{report["fingerprint"], "spmv", *machine, {}, DType::kF32};
-    bool set = false;
+  auto database = Database::Open(db, OpenMode::kReadWrite);
+  const auto machine = database->FindMachine(DetectMachine(Jit::DefaultCompiler(), Jit::Flags()));
+  ASSERT_TRUE(machine.has_value());
+  auto store_one_value_winner = [&](const std::string& kernel_key) {
+    const TuningKey key{report["fingerprint"], kernel_key, *machine, {}, DType::kF32};
     for (const MeasurementRow& row : database->TopK(key, 1000)) {
-      if (set || row.schedule.canonical_json.find("uniform_values") == std::string::npos) continue;
+      if (row.schedule.canonical_json.find("uniform_values") == std::string::npos) continue;
       database->SetWinner(key, row.schedule.id, row.median_ms);
-      set = true;
+      return row.schedule.canonical_json;
     }
-    ASSERT_TRUE(set);
-  }
-  EXPECT_EQ(RunCli({"query", pattern, "--kernel", "spmv", "--db", db}).exit_code, 0);
-  const auto miss = RunCli({"query", valued, "--kernel", "spmv", "--db", db, "--json"});
+    ADD_FAILURE() << "no candidate under " << kernel_key << " keeps one value";
+    return std::string();
+  };
+  const std::string one_value_winner = store_one_value_winner("spmv@one-value");
+  const auto hit_pattern = query({pattern});
+  ASSERT_EQ(hit_pattern.exit_code, 0) << hit_pattern.err;
+  EXPECT_EQ(winner_of(hit_pattern).dump(), nlohmann::json::parse(one_value_winner).dump());
+  // By fingerprint alone, with nothing else stored: the one-value winner.
+  EXPECT_EQ(query({"--fingerprint", report["fingerprint"]}).exit_code, 0);
+  const auto miss = query({valued});
   EXPECT_EQ(miss.exit_code, 1) << miss.err;
   EXPECT_NE(miss.err.find("values differ"), std::string::npos) << miss.err;
   EXPECT_NE(nlohmann::json::parse(miss.out)["passed_over"].get<std::string>().find("one value"),
             std::string::npos);
 
+  const auto valued_report = tune(valued);
+  EXPECT_FALSE(valued_report["from_db"].get<bool>());
+  for (const auto& c : valued_report["candidates"])
+    EXPECT_FALSE(c["schedule"].contains("uniform_values"));
+  const auto valued_winner = valued_report["winner"]["schedule"];
+  EXPECT_FALSE(valued_winner.contains("uniform_values"));
+  const auto hit_valued = query({valued});
+  ASSERT_EQ(hit_valued.exit_code, 0) << hit_valued.err;
+  EXPECT_EQ(winner_of(hit_valued), valued_winner);
+  // Both stay stored: the pattern's tune answers from the database with its own winner.
+  const auto pattern_again = tune(pattern);
+  EXPECT_TRUE(pattern_again["from_db"].get<bool>());
+  EXPECT_EQ(pattern_again["winner"]["schedule"].dump(),
+            nlohmann::json::parse(one_value_winner).dump());
+  EXPECT_EQ(winner_of(query({pattern})).dump(), nlohmann::json::parse(one_value_winner).dump());
+  EXPECT_EQ(winner_of(query({"--fingerprint", report["fingerprint"]})), valued_winner);
+
+  // A one-value winner that a build before the separate key stored under the kernel's own:
+  // it answers for the pattern, and tune passes it over for the valued file.
+  {
+    MeasurementRecord legacy;
+    legacy.key = {report["fingerprint"], "spmv", *machine, {}, DType::kF32};
+    legacy.expression = report["expression"];
+    legacy.schedule_json = one_value_winner;
+    legacy.median_ms = legacy.min_ms = legacy.max_ms = 0.001;
+    legacy.reps = 1;
+    legacy.verified = true;
+    legacy.source = "model";
+    database->SetWinner(legacy.key, database->RecordMeasurement(legacy), legacy.median_ms);
+  }
+  EXPECT_EQ(winner_of(query({pattern})).dump(), nlohmann::json::parse(one_value_winner).dump());
+  EXPECT_EQ(query({valued}).exit_code, 1);
   const auto again = tune(valued);
   EXPECT_FALSE(again["from_db"].get<bool>());
   EXPECT_TRUE(again.contains("stored_winner_passed_over"));
-  for (const auto& c : again["candidates"]) EXPECT_FALSE(c["schedule"].contains("uniform_values"));
   EXPECT_FALSE(again["winner"]["schedule"].contains("uniform_values"));
-  const auto hit = RunCli({"query", valued, "--kernel", "spmv", "--db", db, "--json"});
-  EXPECT_EQ(hit.exit_code, 0) << hit.err;
 }
 
 }  // namespace
