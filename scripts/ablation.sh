@@ -21,8 +21,9 @@
 # candidates and bench time) and prints per kernel: the share of the best's speed each reaches
 # (geomean, and how many reach 95%), and, on matrices where the best is over 10% faster than
 # FixedCSR, the model's (and the calibrated model's) winner against the no-model one.
-# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune). Measure on
-# a quiet machine: tune refuses to store times taken while other processes hold the cores.
+# Environment: SPARSETUNE_BIN, the sparsetune binary (default: the checkout's build, built once
+# at the start). Measure on a quiet machine: tune refuses to store times taken while other
+# processes hold the cores.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm"
@@ -36,13 +37,20 @@ while [ $# -gt 0 ]; do
     --arms) arms=$2; shift 2 ;;
     --top-k) top_k=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "ablation.sh: unknown option $1" >&2; exit 2 ;;
     *) files+=("$1"); shift ;;
   esac
 done
 [ ${#files[@]} -gt 0 ] || { echo "ablation.sh: give matrix files" >&2; exit 2; }
-if [ -n "${SPARSETUNE_BIN:-}" ]; then read -ra bin <<< "$SPARSETUNE_BIN"; else bin=(bash "$root/scripts/sparsetune"); fi
+if [ -n "${SPARSETUNE_BIN:-}" ]; then
+  read -ra bin <<< "$SPARSETUNE_BIN"
+else
+  # Built once, here: through scripts/sparsetune, a source edited during the run would be
+  # rebuilt between two measurements (disturbing them), and a failed rebuild fail every later one.
+  bash "$root/scripts/build.sh" sparsetune
+  bin=("${SPARSETUNE_BUILD_DIR:-$root/build}/apps/sparsetune/sparsetune")
+fi
 for run in $arms; do
   case $run in model|calibrated|no_model|oracle) ;; *) echo "ablation.sh: unknown arm $run" >&2; exit 2 ;; esac
 done

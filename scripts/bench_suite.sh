@@ -37,9 +37,9 @@
 #   --cache DIR                   generated matrices (default $XDG_CACHE_HOME/sparsetune/bench)
 #   --shared DIR                  the shared datasets folder (default ../shared/datasets)
 #   --summary-only                redo summary.txt and the plots from the folder's results.csv
-# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune);
-# SPARSETUNE_BUSY_WAIT, seconds to wait before tuning again a matrix whose times stayed
-# disturbed (tune's exit code 3; twice at most, as `batch` does; default 60).
+# Environment: SPARSETUNE_BIN, the sparsetune binary (default: the checkout's build, built once
+# at the start); SPARSETUNE_BUSY_WAIT, seconds to wait before tuning again a matrix whose
+# times stayed disturbed (tune's exit code 3; twice at most, as `batch` does; default 60).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm sddmm_nt"
@@ -69,7 +69,14 @@ while [ $# -gt 0 ]; do
     *) echo "bench_suite.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-if [ -n "${SPARSETUNE_BIN:-}" ]; then read -ra bin <<< "$SPARSETUNE_BIN"; else bin=(bash "$root/scripts/sparsetune"); fi
+if [ -n "${SPARSETUNE_BIN:-}" ]; then
+  read -ra bin <<< "$SPARSETUNE_BIN"
+else
+  # Built once, here: through scripts/sparsetune, a source edited during the run would be
+  # rebuilt between two measurements (disturbing them), and a failed rebuild fail every later one.
+  bash "$root/scripts/build.sh" sparsetune
+  bin=("${SPARSETUNE_BUILD_DIR:-$root/build}/apps/sparsetune/sparsetune")
+fi
 mkdir -p "$out/tune" "$cache"
 db=$out/suite.db
 
