@@ -43,14 +43,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#files[@]} -gt 0 ] || { echo "ablation.sh: give matrix files" >&2; exit 2; }
-if [ -n "${SPARSETUNE_BIN:-}" ]; then
-  read -ra bin <<< "$SPARSETUNE_BIN"
-else
-  # Built once, here: through scripts/sparsetune, a source edited during the run would be
-  # rebuilt between two measurements (disturbing them), and a failed rebuild fail every later one.
-  bash "$root/scripts/build.sh" sparsetune
-  bin=("${SPARSETUNE_BUILD_DIR:-$root/build}/apps/sparsetune/sparsetune")
-fi
+source "$root/scripts/measuring_binary.sh"
 for run in $arms; do
   case $run in model|calibrated|no_model|oracle) ;; *) echo "ablation.sh: unknown arm $run" >&2; exit 2 ;; esac
 done

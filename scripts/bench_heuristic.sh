@@ -11,7 +11,8 @@
 # schedule over FixedCSR and against the tuned winner, and how often GroupCOO is fastest on
 # skewed matrices (row-length stddev over mean above 1). EXTRA files (generated power-law
 # matrices, say) are measured too.
-# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune).
+# Environment: SPARSETUNE_BIN, the sparsetune binary (default: the checkout's build, built once
+# at the start).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kernels="spmv spmm sddmm"
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$db_dir" ] || { echo "bench_heuristic.sh: give --db-dir" >&2; exit 2; }
-if [ -n "${SPARSETUNE_BIN:-}" ]; then read -ra bin <<< "$SPARSETUNE_BIN"; else bin=(bash "$root/scripts/sparsetune"); fi
+source "$root/scripts/measuring_binary.sh"
 mkdir -p "$out"
 csv=$out/heuristic.csv
 echo "matrix,kernel,nnz,row_cv,fixed_csr_ms,scorch_ms,tuned_ms,best_rule_ms,best_groupcoo_ms,best_other_ms" > "$csv"

@@ -69,14 +69,7 @@ while [ $# -gt 0 ]; do
     *) echo "bench_suite.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-if [ -n "${SPARSETUNE_BIN:-}" ]; then
-  read -ra bin <<< "$SPARSETUNE_BIN"
-else
-  # Built once, here: through scripts/sparsetune, a source edited during the run would be
-  # rebuilt between two measurements (disturbing them), and a failed rebuild fail every later one.
-  bash "$root/scripts/build.sh" sparsetune
-  bin=("${SPARSETUNE_BUILD_DIR:-$root/build}/apps/sparsetune/sparsetune")
-fi
+source "$root/scripts/measuring_binary.sh"
 mkdir -p "$out/tune" "$cache"
 db=$out/suite.db
 
