@@ -59,6 +59,12 @@ struct BenchOptions {
   // Also the winner tune stored for the tuned order, and the given schedules, called in the
   // tuned order (vectors converted once, no permutation a call).
   bool tuned_order = false;
+  // A library or textbook kernel whose verifying call takes longer than this is timed by that
+  // call alone, in the first contest (0: every contender in full). PyTorch 1.13's CPU SDDMM
+  // forms the dense product: two minutes a call on a 30000 x 30000 operand, called in every
+  // contest and every retry of a disturbed timing, half an hour of a bench that decides
+  // nothing. At seconds a call, a first call's cold start is well under a percent of it.
+  double time_once_over_ms = 10000;
   bool json = false;
   bool csv = false;
   bool threads_given = false;  // --threads was on the command line (even --threads 0)
@@ -204,6 +210,8 @@ struct Contender {
   int same_as_index = -1;
   TimingResult time;               // of its median contest
   std::vector<double> contest_ms;  // each contest's median, in the order they ran
+  // Its verifying call took over --time-once-over: that call, in the first contest, is its time.
+  bool timed_once = false;
 };
 
 bool Matches(const ValueBuffer& got, const ReferenceResult& ref, DType dtype, std::string* why) {
@@ -480,10 +488,18 @@ class ContenderPreparation {
   // The libraries and textbook kernels from places `first` on, each verified against `ref` on
   // its first call. Those given the matrix renumbered (a `suffix` naming the ordering) are
   // compared with the kernels called in the tuned order.
+  // One whose verifying call took over `time_once_over_ms` is timed by that call; in a later
+  // contest (`earlier`: the first contest's contenders) it is not prepared again.
   void Libraries(const std::vector<std::unique_ptr<Baseline>>& libraries, size_t first,
-                 const ReferenceResult& ref, const std::string& suffix, int threads) {
+                 const ReferenceResult& ref, const std::string& suffix, int threads,
+                 double time_once_over_ms, const std::vector<std::unique_ptr<Contender>>* earlier) {
     for (size_t l = 0; l < libraries.size(); ++l) {
       Baseline* library = libraries[l].get();
+      if (earlier && (*earlier)[first + l]->timed_once) {
+        contenders_[first + l] = std::make_unique<Contender>(*(*earlier)[first + l]);
+        progress_.Step((*earlier)[first + l]->name + " was timed once, in the first contest");
+        continue;
+      }
       auto& c = contenders_[first + l] = std::make_unique<Contender>();
       c->name = library->name() + suffix;
       c->kind = library->kind();
@@ -497,19 +513,29 @@ class ContenderPreparation {
       // A library that accumulates (GraphBLAS's C += A*B) starts from a zeroed output, so
       // its first call is the one verified.
       const int64_t free_before = MemoryGuard::Free();
+      double call_ms = 0;
       try {
         library->Prepare();
+        const auto start = std::chrono::steady_clock::now();
         library->Call();
+        call_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
         c->verified = Matches(library->Output(), ref, runner_.dtype(), &c->message);
       } catch (const std::exception& e) {
         c->message = e.what();
+      }
+      if (c->verified && time_once_over_ms > 0 && call_ms > time_once_over_ms) {
+        c->timed_once = true;
+        c->time.median_ms = c->time.min_ms = c->time.max_ms = call_ms;
+        c->time.reps = 1;
       }
       memory_.LibraryPrepared(free_before);
       c->prepare_ms = library->prepare_ms;
       c->version = library->version;
       c->method = library->method;
       c->flags = library->flags;
-      c->call = [library] { library->Call(); };
+      if (!c->timed_once) c->call = [library] { library->Call(); };
     }
   }
 
@@ -532,7 +558,7 @@ TimingResult TimeContenders(const std::vector<std::unique_ptr<Contender>>& conte
   std::vector<std::function<void()>> runs;
   std::vector<Contender*> timed;
   for (auto& c : contenders) {
-    if (!c->verified) continue;
+    if (!c->verified || c->timed_once) continue;
     runs.push_back(c->call);
     timed.push_back(c.get());
   }
@@ -581,6 +607,7 @@ std::vector<std::unique_ptr<Contender>> MergeContests(
     if (!failed) one->time = CombineContests(timings, ObservedPlacements().FarShare());
     one->call = nullptr;  // its kernel was freed with its contest
     one->contest_ms = times;
+    if (!failed && one->timed_once) one->contest_ms.resize(1);  // the others are its copies
     if (!failed) {
       one->prepare_ms = prepare[MedianContestIndex(prepare)];
       one->ordering_ms = ordering[MedianContestIndex(ordering)];
@@ -713,6 +740,7 @@ nlohmann::json ReportJson(const BenchReport& r) {
     if (c->stored_threads >= 0) j["stored_threads"] = c->stored_threads;
     if (c->tuned_order) j["tuned_order"] = true;
     if (!c->same_as.empty()) j["same_as"] = c->same_as;
+    if (c->timed_once) j["timed_once"] = true;
     if (!c->schedule.is_null()) j["schedule"] = c->schedule;
     if (!c->method.empty()) j["method"] = c->method;
     if (c->verified) {
@@ -815,6 +843,12 @@ void PrintTableNotes(const BenchReport& r, const std::vector<std::string>& above
     if (!c->same_as.empty())
       std::printf("  %s is the kernel of %s on as many threads: timed once, its times are %s's\n",
                   c->name.c_str(), c->same_as.c_str(), c->same_as.c_str());
+    if (c->timed_once)
+      std::printf(
+          "  %s took %s on its verifying call, over --time-once-over %s: that call, in the "
+          "first contest, is its time\n",
+          c->name.c_str(), FormatMs(c->time.median_ms).c_str(),
+          FormatMs(r.o->time_once_over_ms).c_str());
   }
   if (r.bytes > 0) {
     std::printf(
@@ -1025,10 +1059,14 @@ void RunBench(const BenchOptions& o) {
     MemoryGuard memory(tensor, runner, libraries.size() + renumbered_libraries.size());
     ContenderPreparation preparation(runner, memory, progress, count);
     preparation.Schedules(schedules, /*leading=*/true, threads, o.threads_given, jit_flags);
-    preparation.Libraries(libraries, schedules.size(), runner.reference(), "", threads);
+    const std::vector<std::unique_ptr<Contender>>* first_contest =
+        contests.empty() ? nullptr : &contests.front();
+    preparation.Libraries(libraries, schedules.size(), runner.reference(), "", threads,
+                          o.time_once_over_ms, first_contest);
     if (renumbered.runner) {
       preparation.Libraries(renumbered_libraries, schedules.size() + libraries.size(),
-                            renumbered.runner->reference(), renumbered.suffix, threads);
+                            renumbered.runner->reference(), renumbered.suffix, threads,
+                            o.time_once_over_ms, first_contest);
     }
     preparation.Schedules(schedules, /*leading=*/false, threads, o.threads_given, jit_flags);
     // Only verified contenders are timed, all together.
@@ -1105,6 +1143,12 @@ void RegisterBench(CLI::App& app, Context& context) {
                   "Contests: each prepares every contender afresh and times them together; a "
                   "contender's median contest counts")
       ->check(CLI::Range(1, 25))
+      ->capture_default_str();
+  sub->add_option("--time-once-over", o->time_once_over_ms,
+                  "A library or textbook kernel whose verifying call takes longer than this "
+                  "many milliseconds is timed by that call alone, in the first contest, instead "
+                  "of in every contest's rounds (0: time every contender in full)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_flag("--json", o->json, "One JSON object on stdout");
   sub->add_flag("--csv", o->csv,

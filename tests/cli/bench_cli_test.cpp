@@ -185,6 +185,49 @@ TEST(BenchOutput, InTheTunedOrderTheBaselinesGetTheMatrixRenumberedAlike) {
   EXPECT_EQ(out["best_sparsetune"].get<std::string>().find("@tuned-order"), std::string::npos);
 }
 
+// A library or textbook kernel whose verifying call passes --time-once-over is timed by that
+// call alone, in the first contest: the bench's other contenders are still timed in full, and
+// the table says which were timed once.
+TEST(BenchOutput, ALibraryOverTheCallCapIsTimedOnceByItsVerifyingCall) {
+  TempDir dir;
+  const std::vector<std::string> bench = {
+      "bench",          kExample,   "--kernel", "spmv",       "--db",
+      dir.File("b.db"), "--min-ms", "1",        "--contests", "2"};
+  std::vector<std::string> capped = bench;
+  capped.insert(capped.end(), {"--time-once-over", "0.000001", "--json"});
+  CliResult r = RunCli(capped);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int once = 0;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  for (const auto& c : out["results"]) {
+    if (!c["verified"].get<bool>()) continue;
+    const bool library = c["kind"] != "sparsetune";
+    EXPECT_EQ(c.value("timed_once", false), library) << c.dump();
+    EXPECT_EQ(c["contest_ms"].size(), library ? 1u : 2u) << c.dump();
+    if (!library) continue;
+    ++once;
+    EXPECT_EQ(c["reps"], 1) << c.dump();
+    EXPECT_GT(c["time_ms"].get<double>(), 0) << c.dump();
+  }
+  EXPECT_GE(once, 2);  // the textbook kernel and Eigen at least
+
+  std::vector<std::string> table = bench;
+  table.insert(table.end(), {"--time-once-over", "0.000001"});
+  r = RunCli(table);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on its verifying call, over --time-once-over"), std::string::npos) << r.out;
+
+  std::vector<std::string> uncapped = bench;
+  uncapped.insert(uncapped.end(), {"--time-once-over", "0", "--json"});
+  r = RunCli(uncapped);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json full = nlohmann::json::parse(r.out);
+  for (const auto& c : full["results"]) {
+    EXPECT_FALSE(c.value("timed_once", false)) << c.dump();
+    if (c["verified"].get<bool>()) EXPECT_EQ(c["contest_ms"].size(), 2u) << c.dump();
+  }
+}
+
 TEST(BenchOutput, CsvStartsWithItsHeaderAndTheTableReadsInUnits) {
   TempDir dir;
   const std::vector<std::string> bench = {"bench",    kExample, "--kernel",
