@@ -27,8 +27,9 @@
 #                       ../shared/datasets beside the checkout)
 #   --materialize-only  generate the corpus files and stop
 #   --no-held-out       leave out the held-out files of validation.txt
-# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune, which builds
-# it when needed).
+# Environment: SPARSETUNE_BIN, the sparsetune binary (default: the checkout's build, built once
+# at the start, so that a source edited during hours of collection is not rebuilt between
+# measurements).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -72,11 +73,7 @@ manifest=$root/datasets/corpus/corpus.tsv
 validation=$root/datasets/corpus/validation.txt
 [ -d "$shared" ] || { echo "collect_training_data.sh: no shared datasets at $shared" >&2; exit 2; }
 shared=$(cd "$shared" && pwd)
-if [ -n "${SPARSETUNE_BIN:-}" ]; then
-  read -ra bin <<< "$SPARSETUNE_BIN"
-else
-  bin=(bash "$root/scripts/sparsetune")
-fi
+source "$root/scripts/measuring_binary.sh"
 mkdir -p "$cache/files" "$out"
 cache=$(cd "$cache" && pwd)
 

@@ -23,8 +23,9 @@
 #                  else $XDG_CACHE_HOME/sparsetune/corpus)
 #   --shared DIR   the shared datasets folder (default $SPARSETUNE_SHARED_DATASETS, else
 #                  ../shared/datasets beside the checkout)
-# Environment: SPARSETUNE_BIN, the sparsetune binary (default: scripts/sparsetune, which builds
-# it when needed).
+# Environment: SPARSETUNE_BIN, the sparsetune binary (default: the checkout's build, built once
+# at the start, so that a source edited during hours of collection is not rebuilt between
+# measurements).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -54,11 +55,7 @@ for n in ${epochs:-20} ${seed:-1}; do
 done
 [ -d "$shared" ] || { echo "train_models.sh: no shared datasets at $shared" >&2; exit 2; }
 shared=$(cd "$shared" && pwd)
-if [ -n "${SPARSETUNE_BIN:-}" ]; then
-  read -ra bin <<< "$SPARSETUNE_BIN"
-else
-  bin=(bash "$root/scripts/sparsetune")
-fi
+source "$root/scripts/measuring_binary.sh"
 mkdir -p "$cache" "$out"
 cache=$(cd "$cache" && pwd)
 export SPARSETUNE_CORPUS_CACHE=$cache SPARSETUNE_SHARED_DATASETS=$shared
