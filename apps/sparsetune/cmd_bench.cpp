@@ -23,6 +23,7 @@
 
 #include "base/bulk_allocator.hpp"
 #include "base/caches.hpp"
+#include "base/elapsed.hpp"
 #include "base/errors.hpp"
 #include "base/memory.hpp"
 #include "base/threads.hpp"
@@ -518,9 +519,7 @@ class ContenderPreparation {
         library->Prepare();
         const auto start = std::chrono::steady_clock::now();
         library->Call();
-        call_ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
+        call_ms = MsSince(start);
         c->verified = Matches(library->Output(), ref, runner_.dtype(), &c->message);
       } catch (const std::exception& e) {
         c->message = e.what();
