@@ -16,8 +16,9 @@
 #
 # Writes results.csv (one row per matrix, kernel and contender) and summary.txt (geomean of
 # the best sparsetune kernel against each library, the best library, the textbook kernel, the
-# best fair baseline = the best of the libraries and the textbook kernel, and FixedCSR) into
-# the output folder, and plots (gnuplot, installed on demand from Debian: gnuplot-nox):
+# best fair baseline = the best of the libraries and the textbook kernel, and FixedCSR; the
+# tuned winners within 5% of the fastest contender, beside how often one contest's fastest is
+# within 5% of the fastest over the other contests) into the output folder, and plots (gnuplot, installed on demand from Debian: gnuplot-nox):
 # speedup.svg (one panel per kernel: per matrix, the tuned winner over each baseline) and
 # bandwidth.svg (one panel per kernel: effective bandwidth against nonzeros of the tuned
 # winner, the best library and the textbook kernel, with the bandwidth probe).
