@@ -18,7 +18,8 @@
 # the best sparsetune kernel against each library, the best library, the textbook kernel, the
 # best fair baseline = the best of the libraries and the textbook kernel, and FixedCSR; the
 # tuned winners within 5% of the fastest contender, beside how often one contest's fastest is
-# within 5% of the fastest over the other contests) into the output folder, and plots (gnuplot, installed on demand from Debian: gnuplot-nox):
+# within 5% of the fastest over the other contests) into the output folder, and plots
+# (gnuplot, installed on demand from Debian: gnuplot-nox):
 # speedup.svg (one panel per kernel: per matrix, the tuned winner over each baseline) and
 # bandwidth.svg (one panel per kernel: effective bandwidth against nonzeros of the tuned
 # winner, the best library and the textbook kernel, with the bandwidth probe).
@@ -208,7 +209,7 @@ awk -F, 'NR > 1 && $6 == "true" {
       dram[key] = $8 / $10; dram_ms[key] = $7 }
     kernels[$2] = 1; libs[$5 == "hand" ? "hand" : $4] = ($5 == "library" || $5 == "hand")
     if (NF >= 17) { benches[key] = 1; if ($17 == "true") busy[key] = 1 }
-    # Each contest'"'"'s median, for the ceiling below; contenders timed once have one.
+    # Each contest'"'"'s median, for the reference below; contenders timed once have one.
     if (NF >= 18 && (n = split($18, cms, ";")) >= 2) {
       if (!(key in contests) || n > contests[key]) contests[key] = n
       ran[key] = ran[key] SUBSEP $4; ran_n[key "," $4] = n
@@ -262,11 +263,10 @@ awk -F, 'NR > 1 && $6 == "true" {
       near = 0; c = 0
       for (key in tuned) { split(key, p, ","); if (p[2] != k) continue; ++c; near += tuned[key] <= 1.05 * fastest[key] }
       if (c) printf "%-8s the tuned winner was within 5%% of the fastest contender on %d of %d matrices\n", k, near, c
-      # What that share can reach here: the contender fastest in one contest of the bench (timed
-      # beside every other, in the same process, on the same operands), scored on the mean of
-      # the other contests against the fastest there. A tune cannot measure better than a
-      # contest, so the bench'"'"'s noise caps the stored winner'"'"'s share at about this; the stored
-      # winner is scored the same way beside it.
+      # For reference, the share the bench'"'"'s own noise leaves: the contender fastest in one
+      # contest (timed beside every other, in the same process, on the same operands), scored on
+      # the mean of the other contests against the fastest there; the stored winner is scored
+      # the same way beside it.
       pick_near = 0; tuned_near = 0; c = 0
       for (key in contests) {
         split(key, p, ","); if (p[2] != k || !(key in tuned)) continue
